@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# xfrag build.  `make` builds everything into build/; `make test` and
+# `make demo` first install missing Debian packages (scripts/deps.sh).
+
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+CC      ?= gcc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+OUT     := build
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Iinclude -Ibpf -I.
+CFLAGS  ?= -O2 -g
+CFLAGS  += -Wall -Wextra -Werror -Iinclude -I$(OUT) -Iuser
+LDLIBS  := -lxdp -lbpf -lelf -lz
+
+BPF_SRC  := bpf/xfrag.bpf.c
+BPF_HDRS := $(wildcard bpf/*.h) include/xfrag.h vmlinux.h
+USER_SRC := $(wildcard user/*.c)
+USER_HDR := $(wildcard user/*.h) include/xfrag.h
+
+TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck
+
+.PHONY: all clean test demo deps install vmlinux
+
+all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
+
+$(OUT):
+	$(Q)mkdir -p $@
+
+$(OUT)/xfrag.bpf.o: $(BPF_SRC) $(BPF_HDRS) | $(OUT)
+	@echo "  BPF     $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/xfrag.skel.h: $(OUT)/xfrag.bpf.o
+	@echo "  SKEL    $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name xfrag_bpf > $@
+
+$(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
+
+$(OUT)/test_prog: tests/test_prog.c include/xfrag.h $(OUT)/xfrag.skel.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+$(OUT)/fragsend: tests/fragsend.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(OUT)/udpcheck: tests/udpcheck.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+# vmlinux.h is committed; regenerate it from the running kernel's BTF.
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
+
+deps:
+	$(Q)scripts/deps.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/run.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+install: $(OUT)/xfrag $(OUT)/xfrag.bpf.o
+	install -D -m 0755 $(OUT)/xfrag $(DESTDIR)$(PREFIX)/sbin/xfrag
+	install -D -m 0644 $(OUT)/xfrag.bpf.o $(DESTDIR)$(PREFIX)/lib/bpf/xfrag.bpf.o
+
+clean:
+	rm -rf $(OUT)

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Storage and delivery: copy a fragment's payload into chunks, and rebuild
+ * a completed datagram as one unfragmented packet, in the XDP frame when it
+ * can grow, else in TC ingress.
+ */
+#ifndef XFRAG_DELIVER_H
+#define XFRAG_DELIVER_H
+
+/*
+ * Copy p's payload into newly taken chunks and record the pieces.  The
+ * budget is checked first, so the loop cannot run out half-way; should a
+ * copy fail anyway, the pieces taken so far stay recorded in the way and
+ * the caller's discard gives them back.
+ */
+/*
+ * A global function: the verifier checks it once on its own, not once per
+ * path of its caller.
+ */
+__noinline int xfrag_store(struct xdp_md *ctx, __u32 way, __u32 poff,
+			   __u32 offset, __u32 len)
+{
+	__u32 left = len, np = (len + XFRAG_CHUNK - 1) / XFRAG_CHUNK, zero = 0;
+	struct xfrag_pcpu *pc;
+	struct xfrag_way *w;
+
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	w = bpf_map_lookup_elem(&xfrag_table, &way);
+	if (!pc || !w || len > 65535)
+		return -1;
+	if (np > pc->free_top + (xfrag_nchunks - pc->next_fresh))
+		return -1;
+	for (__u32 k = 0; k < XFRAG_MAX_DESC; k++) {
+		__u32 d = w->ndesc, plen, idx;
+		struct xfrag_chunk *c;
+		long ci;
+
+		if (!left)
+			break;
+		if (d >= XFRAG_MAX_DESC)
+			return -1;
+		d = XFRAG_IDX(d, XFRAG_MAX_DESC);
+		ci = xfrag_chunk_alloc();
+		if (ci < 0)
+			return -1;
+		idx = ci;
+		plen = left > XFRAG_CHUNK ? XFRAG_CHUNK : left;
+		w->desc[d].chunk = idx;
+		w->desc[d].off8 = (offset + k * XFRAG_CHUNK) / 8;
+		w->desc[d].len = plen | (k ? XFRAG_DESC_CONT : 0);
+		w->ndesc = d + 1;
+		w->nchunks++;
+		c = bpf_map_lookup_elem(&xfrag_chunks, &idx);
+		if (!c || bpf_xdp_load_bytes(ctx, poff + k * XFRAG_CHUNK,
+					     c->data, plen))
+			return -1;
+		left -= plen;
+	}
+	return left ? -1 : 0;
+}
+
+/* Make w->hdr the header of the unfragmented datagram (RFC 791 3.2). */
+static __always_inline void xfrag_fix_ip4(struct xfrag_way *w)
+{
+	struct iphdr *iph = (struct iphdr *)w->hdr;
+	__u32 ihl = iph->ihl;
+
+	iph->tot_len = bpf_htons(w->hdr_len + w->end);
+	iph->frag_off = (w->flags & XFRAG_F_DF) ? bpf_htons(IP4_DF) : 0;
+	iph->check = 0;
+	iph->check = xfrag_ip_csum_buf(w->hdr, ihl);
+}
+
+/* Write the datagram (header + pieces) into the XDP frame at l3off. */
+__noinline int xfrag_write_xdp(struct xdp_md *ctx, __u32 way, __u32 l3off)
+{
+	struct xfrag_way *w = bpf_map_lookup_elem(&xfrag_table, &way);
+	__u32 hl, n;
+
+	if (!w)
+		return -1;
+	hl = w->hdr_len;
+	n = w->ndesc;
+	if (l3off > 64)
+		return -1;
+	if (hl > XFRAG_HDR_MAX || hl < 20)
+		return -1;
+	if (bpf_xdp_store_bytes(ctx, l3off, w->hdr, hl))
+		return -1;
+	for (__u32 i = 0; i < XFRAG_MAX_DESC; i++) {
+		struct xfrag_desc d;
+		struct xfrag_chunk *c;
+		__u32 len;
+
+		if (i >= n)
+			break;
+		d = w->desc[i];
+		c = bpf_map_lookup_elem(&xfrag_chunks, &d.chunk);
+		len = d.len & XFRAG_DESC_LEN;
+		if (!c || len > XFRAG_CHUNK || !len)
+			return -1;
+		if (bpf_xdp_store_bytes(ctx, l3off + hl + (__u32)d.off8 * 8,
+					c->data, len))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The datagram in w is complete.  Rebuild it in place if the frame can
+ * grow; otherwise hand it to TC ingress through the XDP metadata; if
+ * neither is possible, count it: nothing is lost silently.
+ */
+static __always_inline int xfrag_deliver(struct xdp_md *ctx,
+					 struct xfrag_way *w, __u32 way_idx,
+					 struct xfrag_pkt *p,
+					 struct xfrag_pcpu *pc,
+					 struct xfrag_stats *st, int tc,
+					 __u64 now)
+{
+	__u32 newlen = p->l3off + w->hdr_len + w->end;
+	__u32 cur = bpf_xdp_get_buff_len(ctx);
+
+	st->reasm_oks++;
+	st->frag_reasm += w->nfrags;
+	st->bytes_reasm += w->end;
+	xfrag_fix_ip4(w);
+
+	if (bpf_xdp_adjust_tail(ctx, (int)newlen - (int)cur) == 0) {
+		if (xfrag_write_xdp(ctx, way_idx, p->l3off)) {
+			st->deliver_err++;
+			xfrag_way_release(w, pc, st);
+			return XDP_DROP;
+		}
+		st->deliver_xdp++;
+		xfrag_way_release(w, pc, st);
+		return XDP_PASS;
+	}
+
+	if (tc && newlen <= XFRAG_TC_MAX_LEN &&
+	    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
+		void *data = (void *)(long)ctx->data;
+		struct xfrag_meta *m = (void *)(long)ctx->data_meta;
+
+		if ((void *)(m + 1) <= data) {
+			m->magic = XFRAG_META_MAGIC;
+			m->cpu = bpf_get_smp_processor_id();
+			m->way = way_idx;
+			m->cookie = ++pc->cookie;
+			w->cookie = m->cookie;
+			st->dgrams_in_flight--;
+			st->frags_in_flight -= w->nfrags;
+			st->handoff_pending++;
+			w->state = XFRAG_WAY_HANDOFF;
+			w->touched_ns = now;
+			return XDP_PASS;
+		}
+	}
+	st->deliver_err++;
+	xfrag_way_release(w, pc, st);
+	return XDP_DROP;
+}
+
+#endif /* XFRAG_DELIVER_H */

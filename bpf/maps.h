@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* xfrag maps: all state is per CPU except the configuration. */
+#ifndef XFRAG_MAPS_H
+#define XFRAG_MAPS_H
+
+/* Table geometry, fixed at load (the loader rewrites these and the sizes). */
+const volatile __u32 xfrag_buckets = XFRAG_DEF_BUCKETS;
+const volatile __u32 xfrag_ways = XFRAG_DEF_WAYS;
+const volatile __u32 xfrag_nchunks = XFRAG_DEF_MEM / XFRAG_CHUNK;
+/* Hash secret chosen by the loader (getrandom); 0 = seed per CPU at run. */
+const volatile __u64 xfrag_secret[2];
+
+struct xfrag_chunk {
+	__u8 data[XFRAG_CHUNK];
+};
+
+/* Datagram table: bucket b holds ways [b * xfrag_ways, (b + 1) * xfrag_ways). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XFRAG_DEF_BUCKETS * XFRAG_DEF_WAYS);
+	__type(key, __u32);
+	__type(value, struct xfrag_way);
+} xfrag_table SEC(".maps");
+
+/* Payload storage: the per-CPU memory budget, in chunks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XFRAG_DEF_MEM / XFRAG_CHUNK);
+	__type(key, __u32);
+	__type(value, struct xfrag_chunk);
+} xfrag_chunks SEC(".maps");
+
+/* Free stack of chunk indices (entries [0, free_top) are valid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XFRAG_DEF_MEM / XFRAG_CHUNK);
+	__type(key, __u32);
+	__type(value, __u32);
+} xfrag_free SEC(".maps");
+
+/* Allocator state and hash secret of each CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_pcpu);
+} xfrag_pcpu SEC(".maps");
+
+/* Named counters (bpftool map dump prints them by name). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_stats);
+} xfrag_stats SEC(".maps");
+
+/* Run-time tunables; 0 in a field means its built-in default. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_config);
+} xfrag_config SEC(".maps");
+
+#endif /* XFRAG_MAPS_H */

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Parsing: Ethernet, up to two VLAN tags, the IPv4 header of a fragment. */
+#ifndef XFRAG_PARSE_H
+#define XFRAG_PARSE_H
+
+#define ETH_P_IP	0x0800
+#define ETH_P_IPV6	0x86DD
+#define ETH_P_8021Q	0x8100
+#define ETH_P_8021AD	0x88A8
+#define ETH_HLEN	14
+#define XFRAG_MAX_VLAN	2
+
+#define IPPROTO_UDP_	17
+
+/*
+ * The IPv4 flags/fragment-offset word (RFC 791 3.1):
+ *
+ *    0   1   2   3 ...                        15
+ *  +---+---+---+-------------------------------+
+ *  | R |DF |MF |  fragment offset (8-byte units)|
+ *  +---+---+---+-------------------------------+
+ */
+#define IP4_RF		0x8000
+#define IP4_DF		0x4000
+#define IP4_MF		0x2000
+#define IP4_OFFMASK	0x1fff
+
+/* What the data path knows about one fragment. */
+struct xfrag_pkt {
+	struct xfrag_key key;
+	__u32 l3off;		/* IP header offset in the frame */
+	__u32 hlen;		/* IP header length */
+	__u32 poff;		/* payload offset in the frame */
+	__u32 len;		/* payload length, kernel-trimmed */
+	__u32 offset;		/* payload offset in the datagram */
+	__u32 hint;		/* datagram IP length announced early, or 0 */
+	__u8 more;		/* MF set */
+	__u8 df;
+};
+
+enum xfrag_parse {
+	XFRAG_P_NOT_FRAG = 0,	/* not ours: XDP_PASS at once */
+	XFRAG_P_FRAG,		/* a fragment, header valid */
+	XFRAG_P_BAD,		/* a fragment with an invalid header */
+};
+
+static __always_inline __u16 xfrag_csum_fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+/* IPv4 header checksum over ihl words of packet data (0 when valid). */
+static __always_inline __u16 xfrag_ip_csum_pkt(const __u32 *p, __u32 ihl,
+					       const void *end)
+{
+	__u64 sum = 0;
+
+	for (int i = 0; i < 15; i++) {
+		const __u32 *q = p + i;
+		const void *qe = q + 1;
+
+		if (i >= ihl)
+			break;
+		/* keep clang from folding the bound into pkt_end - 4 */
+		asm volatile("" : "+r"(qe));
+		if (qe > end)
+			return 0xffff;
+		sum += *q;
+	}
+	return xfrag_csum_fold(sum);
+}
+
+/* The same over a header held in map memory (at least 60 bytes). */
+static __always_inline __u16 xfrag_ip_csum_buf(const __u8 *buf, __u32 ihl)
+{
+	const __u32 *p = (const __u32 *)buf;
+	__u64 sum = 0;
+
+	for (__u32 i = 0; i < 15; i++) {
+		if (i >= ihl)
+			break;
+		sum += p[i];
+	}
+	return xfrag_csum_fold(sum);
+}
+
+/*
+ * Walk Ethernet and up to two 802.1Q/802.1ad tags.  Returns the EtherType
+ * after the tags and sets *l3off and *vlan (outermost VLAN id, 0 if none),
+ * or 0 when the frame is too short.
+ */
+static __always_inline __u16 xfrag_parse_l2(void *data, void *data_end,
+					    __u32 *l3off, __u16 *vlan)
+{
+	struct ethhdr *eth = data;
+	__u32 off = ETH_HLEN;
+	__u16 proto;
+
+	if ((void *)(eth + 1) > data_end)
+		return 0;
+	proto = bpf_ntohs(eth->h_proto);
+	*vlan = 0;
+#pragma unroll
+	for (int i = 0; i < XFRAG_MAX_VLAN; i++) {
+		struct vlan_hdr *vh = data + off;
+
+		if (proto != ETH_P_8021Q && proto != ETH_P_8021AD)
+			break;
+		if ((void *)(vh + 1) > data_end)
+			return 0;
+		if (i == 0)
+			*vlan = bpf_ntohs(vh->h_vlan_TCI) & 0x0fff;
+		proto = bpf_ntohs(vh->h_vlan_encapsulated_proto);
+		off += sizeof(*vh);
+	}
+	*l3off = off;
+	return proto;
+}
+
+/*
+ * IPv4: anything that is not a fragment is left alone at the cost of one
+ * header read.  A fragment gets the checks ip_rcv_core() would make
+ * (RFC 791, RFC 1122 3.2.1): version, ihl >= 5, header checksum, total
+ * length within the frame.  Ethernet padding is ignored: the fragment is
+ * sized by its IP total length, never by the frame.
+ */
+static __always_inline int xfrag_parse_ip4(struct xdp_md *ctx, void *data,
+					   void *data_end, __u32 l3off,
+					   __u16 vlan, struct xfrag_pkt *p)
+{
+	struct iphdr *iph = data + l3off;
+	__u32 ihl, tot, frame_len;
+	__u16 fo;
+
+	if ((void *)(iph + 1) > data_end)
+		return XFRAG_P_NOT_FRAG;
+	fo = bpf_ntohs(iph->frag_off);
+	if (!(fo & (IP4_MF | IP4_OFFMASK)))
+		return XFRAG_P_NOT_FRAG;
+
+	/* A fragment: from here on it is counted and gets an outcome. */
+	__builtin_memset(p, 0, sizeof(*p));
+	p->key.saddr[0] = iph->saddr;
+	p->key.daddr[0] = iph->daddr;
+	p->key.id = iph->id;
+	p->key.proto = iph->protocol;
+	p->key.family = XFRAG_AF_INET;
+	p->key.vlan = vlan;
+	p->l3off = l3off;
+
+	ihl = iph->ihl;
+	if (iph->version != 4 || ihl < 5)
+		return XFRAG_P_BAD;
+	p->hlen = ihl * 4;
+	if (data + l3off + p->hlen > data_end)
+		return XFRAG_P_BAD;
+	if (xfrag_ip_csum_pkt((const __u32 *)iph, ihl, data_end) != 0)
+		return XFRAG_P_BAD;
+	tot = bpf_ntohs(iph->tot_len);
+	frame_len = bpf_xdp_get_buff_len(ctx);
+	if (tot < p->hlen || l3off + tot > frame_len)
+		return XFRAG_P_BAD;
+
+	p->poff = l3off + p->hlen;
+	p->len = tot - p->hlen;
+	p->offset = (__u32)(fo & IP4_OFFMASK) << 3;
+	p->more = !!(fo & IP4_MF);
+	p->df = !!(fo & IP4_DF);
+	p->hint = 0;
+	/*
+	 * The UDP length in a first fragment announces the datagram's size
+	 * before anything is stored; it lets a datagram too big to deliver go
+	 * to the kernel untouched.
+	 */
+	if (p->offset == 0 && iph->protocol == IPPROTO_UDP_ && p->len >= 8) {
+		struct udphdr *uh = data + p->poff;
+
+		if ((void *)(uh + 1) <= data_end)
+			p->hint = p->hlen + bpf_ntohs(uh->len);
+	}
+	return XFRAG_P_FRAG;
+}
+
+#endif /* XFRAG_PARSE_H */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Fragment rules: where each fragment's fate is decided.  Verdicts follow
+ * Linux 6.x's ip_frag_queue()/inet_frag_queue_insert() unless a comment
+ * says otherwise.
+ */
+#ifndef XFRAG_RULES_H
+#define XFRAG_RULES_H
+
+enum xfrag_fit {
+	XFRAG_FIT_NEW = 0,	/* disjoint from everything stored */
+	XFRAG_FIT_DUP,		/* same offset and length as a stored fragment */
+	XFRAG_FIT_OVERLAP,	/* any other intersection */
+};
+
+struct xfrag_fit_ctx {
+	struct xfrag_way *w;
+	__u32 s, e;		/* the new fragment */
+	__u32 cur_s, cur_e;	/* stored fragment being walked (a run of pieces) */
+	int overlap, exact;
+};
+
+static long xfrag_fit_one(__u32 i, void *data)
+{
+	struct xfrag_fit_ctx *c = data;
+	struct xfrag_desc d;
+	__u32 ps, pe;
+
+	if (i >= XFRAG_MAX_DESC)
+		return 1;
+	d = c->w->desc[i];
+	ps = (__u32)d.off8 * 8;
+	pe = ps + (d.len & XFRAG_DESC_LEN);
+	if (!(d.len & XFRAG_DESC_CONT)) {
+		/* A new stored fragment starts: close the previous one. */
+		if (c->cur_e && c->cur_s == c->s && c->cur_e == c->e)
+			c->exact = 1;
+		c->cur_s = ps;
+	}
+	c->cur_e = pe;
+	if (ps < c->e && c->s < pe)
+		c->overlap = 1;
+	return 0;
+}
+
+/*
+ * RFC 5722 section 4 (with erratum 3089): when any fragment overlaps
+ * another, the whole datagram is discarded; an exact duplicate is dropped
+ * and the datagram kept.  Deliberate difference from Linux: Linux treats a
+ * fragment lying wholly inside data already held as a duplicate; xfrag
+ * treats it as an overlap, as RFC 5722 asks, since its bytes may differ.
+ */
+static __always_inline int xfrag_fit(struct xfrag_way *w, __u32 s, __u32 e)
+{
+	struct xfrag_fit_ctx c = { .w = w, .s = s, .e = e };
+	__u32 n = w->ndesc;
+
+	if (n > XFRAG_MAX_DESC)
+		n = XFRAG_MAX_DESC;
+	bpf_loop(n, xfrag_fit_one, &c, 0);
+	if (c.cur_e && c.cur_s == s && c.cur_e == e)
+		c.exact = 1;
+	if (!c.overlap)
+		return XFRAG_FIT_NEW;
+	return c.exact ? XFRAG_FIT_DUP : XFRAG_FIT_OVERLAP;
+}
+
+/* Outcomes of xfrag_check(), each mapped to one counter by the caller. */
+enum xfrag_rule {
+	XFRAG_R_OK = 0,
+	XFRAG_R_TOO_LONG,
+	XFRAG_R_BAD_END,
+	XFRAG_R_ZERO_LEN,
+	XFRAG_R_DUP,
+	XFRAG_R_OVERLAP,
+	XFRAG_R_TOO_MANY,
+};
+
+/*
+ * Check fragment p against the datagram held in w (nothing is changed).
+ * `hl` is the L3 header length the rebuilt datagram will have.
+ */
+static __always_inline int xfrag_check(struct xfrag_way *w,
+				       struct xfrag_pkt *p, __u32 hl,
+				       __u32 max_frags)
+{
+	__u32 end = p->offset + p->len;
+	int fit;
+
+	/* Ping of death: the datagram may not exceed 65535 bytes (RFC 791). */
+	if (hl + end > 65535)
+		return XFRAG_R_TOO_LONG;
+	if (!p->more) {
+		/* A last fragment ending before data already held, or a second
+		 * last fragment with another end: corrupt (ip_frag_queue). */
+		if (end < w->max_end ||
+		    ((w->flags & XFRAG_F_LAST_SEEN) && end != w->end))
+			return XFRAG_R_BAD_END;
+	} else if ((w->flags & XFRAG_F_LAST_SEEN) && end > w->end) {
+		/* Data beyond the known end. */
+		return XFRAG_R_BAD_END;
+	}
+	/* Zero-length fragments discard the datagram, as in ip_frag_queue. */
+	if (p->len == 0)
+		return XFRAG_R_ZERO_LEN;
+	fit = xfrag_fit(w, p->offset, end);
+	if (fit == XFRAG_FIT_DUP)
+		return XFRAG_R_DUP;
+	if (fit == XFRAG_FIT_OVERLAP)
+		return XFRAG_R_OVERLAP;
+	if (w->nfrags >= max_frags ||
+	    w->ndesc + (p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK > XFRAG_MAX_DESC)
+		return XFRAG_R_TOO_MANY;
+	return XFRAG_R_OK;
+}
+
+/* The one place where a rule outcome becomes counters and a verdict. */
+static __always_inline int xfrag_reject(struct xfrag_way *w, int rule,
+				       struct xfrag_pcpu *pc,
+				       struct xfrag_stats *st)
+{
+	switch (rule) {
+	case XFRAG_R_DUP:
+		st->frag_dup++;
+		return XDP_DROP;	/* datagram kept */
+	case XFRAG_R_TOO_LONG:
+		st->frag_too_long++;
+		break;
+	case XFRAG_R_BAD_END:
+		st->frag_bad_end++;
+		break;
+	case XFRAG_R_ZERO_LEN:
+		st->frag_zero_len++;
+		break;
+	case XFRAG_R_OVERLAP:
+		st->frag_overlap++;
+		st->reasm_overlaps++;
+		break;
+	default:
+		st->frag_too_many++;
+		break;
+	}
+	xfrag_way_discard(w, pc, st);
+	return XDP_DROP;
+}
+
+#endif /* XFRAG_RULES_H */

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The bucket-indexed table and the chunk allocator.
+ *
+ * A keyed hash (SipHash-1-3, secret per CPU) picks one bucket of W ways; a
+ * fragment only ever reads and writes the ways of its own bucket and the
+ * chunks of the datagram it belongs to, so its cost is bounded whatever the
+ * rest of the table holds.  Expired ways are reclaimed when their bucket is
+ * visited; there is no timer per entry.
+ */
+#ifndef XFRAG_TABLE_H
+#define XFRAG_TABLE_H
+
+/*
+ * Bound an index for the verifier: n must be a power of two and the caller
+ * must already have checked x < n (the mask then changes nothing, but clang
+ * cannot drop it and the verifier sees the range).
+ */
+#define XFRAG_IDX(x, n)							\
+	({								\
+		__u32 __v = (x);					\
+		asm volatile("%0 &= %1" : "+r"(__v) : "i"((n) - 1));	\
+		__v;							\
+	})
+
+#define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+#define SIPROUND(v0, v1, v2, v3)					\
+	do {								\
+		v0 += v1; v1 = ROTL64(v1, 13); v1 ^= v0;		\
+		v0 = ROTL64(v0, 32);					\
+		v2 += v3; v3 = ROTL64(v3, 16); v3 ^= v2;		\
+		v0 += v3; v3 = ROTL64(v3, 21); v3 ^= v0;		\
+		v2 += v1; v1 = ROTL64(v1, 17); v1 ^= v2;		\
+		v2 = ROTL64(v2, 32);					\
+	} while (0)
+
+/* SipHash-1-3 of the key's 40 bytes (five words) under k0/k1. */
+static __always_inline __u64 xfrag_hash(const struct xfrag_key *key,
+					__u64 k0, __u64 k1)
+{
+	const __u64 *m = (const __u64 *)key;
+	__u64 v0 = k0 ^ 0x736f6d6570736575ULL;
+	__u64 v1 = k1 ^ 0x646f72616e646f6dULL;
+	__u64 v2 = k0 ^ 0x6c7967656e657261ULL;
+	__u64 v3 = k1 ^ 0x7465646279746573ULL;
+	__u64 b = (__u64)sizeof(*key) << 56;
+
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*key) / 8); i++) {
+		v3 ^= m[i];
+		SIPROUND(v0, v1, v2, v3);
+		v0 ^= m[i];
+	}
+	v3 ^= b;
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static __always_inline int xfrag_key_eq(const struct xfrag_key *a,
+					const struct xfrag_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) |
+		(x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
+}
+
+/* First way of the key's bucket. */
+static __always_inline __u32 xfrag_bucket_base(struct xfrag_pcpu *pc,
+					       const struct xfrag_key *key)
+{
+	__u64 k0 = xfrag_secret[0], k1 = xfrag_secret[1], h;
+
+	if (!(k0 | k1)) {
+		/* No secret from the loader (xdp-loader): one per CPU, drawn
+		 * at this CPU's first fragment. */
+		if (!(pc->secret[0] | pc->secret[1])) {
+			pc->secret[0] = ((__u64)bpf_get_prandom_u32() << 32) |
+					bpf_get_prandom_u32();
+			pc->secret[1] = ((__u64)bpf_get_prandom_u32() << 32) |
+					bpf_get_prandom_u32() | 1;
+		}
+		k0 = pc->secret[0];
+		k1 = pc->secret[1];
+	}
+	h = xfrag_hash(key, k0, k1);
+	/* Multiply-shift maps 32 hash bits onto [0, buckets) without a divide. */
+	return (__u32)(((h & 0xffffffff) * xfrag_buckets) >> 32) * xfrag_ways;
+}
+
+/* ---- Chunks --------------------------------------------------------------- */
+
+/*
+ * Take one chunk of this CPU's budget; returns its index or -1.  Global, so
+ * that its two paths do not double the states of every loop calling it.
+ */
+__noinline long xfrag_chunk_alloc(void)
+{
+	struct xfrag_pcpu *pc;
+	__u32 zero = 0, top, *slot;
+
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	if (!pc)
+		return -1;
+	top = pc->free_top;
+	if (top > 0) {
+		top--;
+		slot = bpf_map_lookup_elem(&xfrag_free, &top);
+		if (!slot)
+			return -1;
+		pc->free_top = top;
+		return *slot;
+	}
+	if (pc->next_fresh < xfrag_nchunks)
+		return pc->next_fresh++;
+	return -1;
+}
+
+static __always_inline void xfrag_chunk_free(struct xfrag_pcpu *pc, __u32 idx)
+{
+	__u32 top = pc->free_top, *slot;
+
+	slot = bpf_map_lookup_elem(&xfrag_free, &top);
+	if (!slot)
+		return;		/* cannot happen: at most nchunks are out */
+	*slot = idx;
+	pc->free_top = top + 1;
+}
+
+struct xfrag_free_ctx {
+	struct xfrag_way *w;
+	struct xfrag_pcpu *pc;
+};
+
+static long xfrag_free_one(__u32 i, void *data)
+{
+	struct xfrag_free_ctx *fc = data;
+
+	if (i >= XFRAG_MAX_DESC)
+		return 1;
+	xfrag_chunk_free(fc->pc, fc->w->desc[XFRAG_IDX(i, XFRAG_MAX_DESC)].chunk);
+	return 0;
+}
+
+/*
+ * Return a way's chunks and take it out of the gauges.  The caller has
+ * already counted the outcome of the fragments it held.
+ */
+static __noinline void xfrag_way_release(struct xfrag_way *w,
+					 struct xfrag_pcpu *pc,
+					 struct xfrag_stats *st)
+{
+	struct xfrag_free_ctx fc = { .w = w, .pc = pc };
+	__u32 n = w->ndesc;
+
+	if (n > XFRAG_MAX_DESC)
+		n = XFRAG_MAX_DESC;
+	bpf_loop(n, xfrag_free_one, &fc, 0);
+
+	if (w->state == XFRAG_WAY_ACTIVE) {
+		st->dgrams_in_flight--;
+		st->frags_in_flight -= w->nfrags;
+	} else if (w->state == XFRAG_WAY_HANDOFF ||
+		   w->state == XFRAG_WAY_COLLECTED) {
+		st->handoff_pending--;
+	}
+	st->bytes_in_flight -= w->rcvd;
+	st->mem_in_flight -= (__u64)w->nchunks * XFRAG_CHUNK;
+	w->state = XFRAG_WAY_FREE;
+	w->ndesc = 0;
+	w->nchunks = 0;
+	w->nfrags = 0;
+	w->rcvd = 0;
+}
+
+/* Discard an incomplete datagram: its held fragments become `discarded`. */
+static __always_inline void xfrag_way_discard(struct xfrag_way *w,
+					      struct xfrag_pcpu *pc,
+					      struct xfrag_stats *st)
+{
+	st->frag_discarded += w->nfrags;
+	st->reasm_fails++;
+	xfrag_way_release(w, pc, st);
+}
+
+/*
+ * Reclaim a way whose time is up, counting what it held.  Returns 1 if the
+ * way is free afterwards.  Time-outs run from the first fragment and are
+ * never extended (RFC 791's advice to extend them lets a trickle pin
+ * memory forever).
+ */
+static __always_inline int xfrag_way_expire(struct xfrag_way *w,
+					    struct xfrag_pcpu *pc,
+					    struct xfrag_stats *st,
+					    __u64 now, __u64 timeout)
+{
+	switch (w->state) {
+	case XFRAG_WAY_FREE:
+		return 1;
+	case XFRAG_WAY_ACTIVE:
+		if (now - w->born_ns < timeout)
+			return 0;
+		st->frag_timeout += w->nfrags;
+		st->reasm_timeout++;
+		st->reasm_fails++;
+		break;
+	case XFRAG_WAY_PASS:
+		if (now - w->born_ns < timeout)
+			return 0;
+		break;
+	case XFRAG_WAY_HANDOFF:
+		if (now - w->touched_ns < XFRAG_HANDOFF_NS)
+			return 0;
+		st->handoff_lost++;
+		break;
+	case XFRAG_WAY_COLLECTED:
+		break;
+	default:
+		break;
+	}
+	xfrag_way_release(w, pc, st);
+	return 1;
+}
+
+#endif /* XFRAG_TABLE_H */

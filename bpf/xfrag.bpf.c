@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xfrag: IP fragment reassembly in XDP, with a TC-ingress half that
+ * finishes datagrams too large for the XDP frame.  One object, shared maps.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <xdp/xdp_helpers.h>
+
+#include "xfrag.h"
+#include "maps.h"
+#include "parse.h"
+#include "table.h"
+#include "rules.h"
+#include "deliver.h"
+
+#define TC_ACT_OK	0
+#define TC_ACT_SHOT	2
+
+char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * Under the libxdp dispatcher xfrag runs before the operator's programs
+ * (lower priority runs first) and hands on every frame it passes, so they
+ * see reassembled datagrams instead of fragments.
+ */
+struct {
+	__uint(priority, 5);
+	__uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(xfrag_xdp);
+
+static __always_inline struct xfrag_stats *xfrag_st(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xfrag_stats, &zero);
+}
+
+/* Way selection when the bucket has no free or expired way. */
+static __always_inline int xfrag_victim(__u32 policy)
+{
+	/* XFRAG_EVICT_REFUSE: like the kernel, refuse the new datagram. */
+	return -1;
+}
+
+/* Is the datagram, as far as known, too big for any delivery path? */
+static __always_inline int xfrag_too_big(struct xfrag_pkt *p, __u32 hl,
+					 __u32 max_end, __u32 limit)
+{
+	__u32 end = p->offset + p->len;
+
+	if (max_end > end)
+		end = max_end;
+	if (p->hint > hl + end)
+		return p->l3off + p->hint > limit;
+	return p->l3off + hl + end > limit;
+}
+
+struct xfrag_scan_ctx {
+	struct xfrag_key key;
+	__u64 now, timeout;
+	struct xfrag_stats *st;
+	struct xfrag_pcpu *pc;
+	__u32 base;
+	int match, freew, err;
+};
+
+/*
+ * One way of the bucket: reclaim it if its time is up, else see whether it
+ * holds the datagram.  The first free way is remembered for a new datagram.
+ */
+static long xfrag_scan_one(__u32 i, void *data)
+{
+	struct xfrag_scan_ctx *sc = data;
+	struct xfrag_way *x;
+	__u32 idx = sc->base + i;
+
+	x = bpf_map_lookup_elem(&xfrag_table, &idx);
+	if (!x) {
+		sc->err = 1;
+		return 1;
+	}
+	if (xfrag_way_expire(x, sc->pc, sc->st, sc->now, sc->timeout)) {
+		if (sc->freew < 0)
+			sc->freew = i;
+		return 0;
+	}
+	if (sc->match < 0 &&
+	    (x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS) &&
+	    xfrag_key_eq(&x->key, &sc->key))
+		sc->match = i;
+	return 0;
+}
+
+static __always_inline int xfrag_fragment(struct xdp_md *ctx,
+					  struct xfrag_pkt *p, int parsed)
+{
+	struct xfrag_config cfg = {};
+	struct xfrag_stats *st;
+	struct xfrag_pcpu *pc;
+	struct xfrag_config *cp;
+	struct xfrag_way *w = NULL;
+	__u32 zero = 0, base, idx, hl, max_frags, limit;
+	__u64 now, timeout;
+	struct xfrag_scan_ctx sc = {};
+	int match, freew, rule, tc;
+
+	st = xfrag_st();
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	cp = bpf_map_lookup_elem(&xfrag_config, &zero);
+	if (!st || !pc || !cp)
+		return XDP_PASS;	/* cannot happen: arrays of one */
+	cfg = *cp;
+	st->reasm_reqds++;
+	if (parsed == XFRAG_P_BAD) {
+		st->frag_bad_header++;
+		return XDP_DROP;
+	}
+
+	timeout = (__u64)(cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) * 1000000ULL;
+	max_frags = cfg.max_frags ?: XFRAG_DEF_MAX_FRAGS;
+	tc = !!(cfg.flags & XFRAG_CFG_TC);
+	limit = tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
+
+	/* Non-last fragments are cut to a multiple of 8, as ip_frag_queue()
+	 * does (RFC 791: offsets count 8-byte units). */
+	if (p->more)
+		p->len &= ~7U;
+
+	now = bpf_ktime_get_coarse_ns();
+	base = xfrag_bucket_base(pc, &p->key);
+	sc.key = p->key;
+	sc.base = base;
+	sc.now = now;
+	sc.timeout = timeout;
+	sc.st = st;
+	sc.pc = pc;
+	sc.match = -1;
+	sc.freew = -1;
+	bpf_loop(xfrag_ways, xfrag_scan_one, &sc, 0);
+	match = sc.match;
+	freew = sc.freew;
+	if (sc.err)
+		return XDP_PASS;	/* cannot happen: ways are in range */
+
+	if (match >= 0) {
+		idx = base + match;
+		w = bpf_map_lookup_elem(&xfrag_table, &idx);
+		if (!w)
+			return XDP_PASS;
+		if (w->state == XFRAG_WAY_PASS) {
+			st->frag_passed++;
+			return XDP_PASS;
+		}
+	} else {
+		hl = p->offset == 0 ? p->hlen : 20;
+		if (xfrag_too_big(p, hl, 0, limit)) {
+			/* Known before anything was consumed: the kernel gets
+			 * the datagram untouched. */
+			st->pass_dgrams++;
+			st->frag_passed++;
+			if (freew >= 0) {
+				idx = base + freew;
+				w = bpf_map_lookup_elem(&xfrag_table, &idx);
+				if (w) {
+					w->key = p->key;
+					w->born_ns = now;
+					w->touched_ns = now;
+					w->state = XFRAG_WAY_PASS;
+				}
+			}
+			return XDP_PASS;
+		}
+		if (freew < 0)
+			freew = xfrag_victim(cfg.evict);
+		if (freew < 0) {
+			st->frag_refused++;
+			return XDP_DROP;
+		}
+		idx = base + freew;
+		w = bpf_map_lookup_elem(&xfrag_table, &idx);
+		if (!w)
+			return XDP_PASS;
+		w->key = p->key;
+		w->born_ns = now;
+		w->touched_ns = now;
+		w->state = XFRAG_WAY_ACTIVE;
+		w->flags = 0;
+		w->nfrags = 0;
+		w->ndesc = 0;
+		w->hdr_len = 0;
+		w->end = 0;
+		w->rcvd = 0;
+		w->max_end = 0;
+		w->nchunks = 0;
+		st->dgrams_in_flight++;
+	}
+
+	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len :
+	     (p->offset == 0 ? p->hlen : 20);
+	rule = xfrag_check(w, p, hl, max_frags);
+	if (rule != XFRAG_R_OK)
+		return xfrag_reject(w, rule, pc, st);
+	if (xfrag_too_big(p, hl, w->max_end, limit)) {
+		/* Learned too late: fragments were already consumed. */
+		st->frag_oversize++;
+		xfrag_way_discard(w, pc, st);
+		return XDP_DROP;
+	}
+	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
+		/* Memory budget spent: the kernel's answer too (it refuses
+		 * every fragment above ipfrag_high_thresh). */
+		st->frag_nomem++;
+		xfrag_way_discard(w, pc, st);
+		return XDP_DROP;
+	}
+	if (p->offset == 0) {
+		__u32 h = p->hlen;
+
+		if (h < 20 || h > 60 ||
+		    bpf_xdp_load_bytes(ctx, p->l3off, w->hdr, h)) {
+			/* cannot happen: the header was parsed already */
+			st->frag_bad_header++;
+			xfrag_way_discard(w, pc, st);
+			return XDP_DROP;
+		}
+		w->hdr_len = h;
+		w->flags |= XFRAG_F_FIRST_SEEN | (p->df ? XFRAG_F_DF : 0);
+	}
+	if (!p->more) {
+		w->flags |= XFRAG_F_LAST_SEEN;
+		w->end = p->offset + p->len;
+	}
+	if (p->offset + p->len > w->max_end)
+		w->max_end = p->offset + p->len;
+	w->nfrags++;
+	w->rcvd += p->len;
+	w->touched_ns = now;
+	st->frags_in_flight++;
+	st->bytes_in_flight += p->len;
+	st->mem_in_flight += (__u64)((p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK) *
+			     XFRAG_CHUNK;
+
+	if ((w->flags & XFRAG_F_LAST_SEEN) && w->rcvd == w->end)
+		return xfrag_deliver(ctx, w, idx, p, pc, st, tc, now);
+	return XDP_DROP;	/* consumed: held until the datagram completes */
+}
+
+SEC("xdp.frags")
+int xfrag_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct xfrag_pkt p;
+	__u32 l3off = 0;
+	__u16 vlan = 0;
+	int r;
+
+	if (xfrag_parse_l2(data, data_end, &l3off, &vlan) != ETH_P_IP)
+		return XDP_PASS;
+	r = xfrag_parse_ip4(ctx, data, data_end, l3off, vlan, &p);
+	if (r == XFRAG_P_NOT_FRAG)
+		return XDP_PASS;
+	return xfrag_fragment(ctx, &p, r);
+}
+
+/* ---- TC ingress: finish datagrams the XDP frame had no room for ------------ */
+
+SEC("tc")
+int xfrag_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct xfrag_meta *mp = (void *)(long)skb->data_meta;
+	struct xfrag_meta m;
+	struct xfrag_stats *st;
+	struct xfrag_way *w;
+	__u32 l3off = 0, hl, n, newlen, self;
+	__u16 vlan;
+
+	if ((void *)(mp + 1) > data || mp->magic != XFRAG_META_MAGIC)
+		return TC_ACT_OK;
+	m = *mp;
+	mp->magic = 0;	/* one collection per hand-off */
+	st = xfrag_st();
+	if (!st)
+		return TC_ACT_OK;
+	w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
+	if (!w || w->state != XFRAG_WAY_HANDOFF || w->cookie != m.cookie) {
+		/* Expired before TC ran: already counted as handoff_lost. The
+		 * lone fragment would only start a queue in the kernel. */
+		return TC_ACT_SHOT;
+	}
+	if (!xfrag_parse_l2(data, data_end, &l3off, &vlan))
+		goto fail;
+	hl = w->hdr_len;
+	n = w->ndesc;
+	newlen = l3off + hl + w->end;
+	if (hl < 20 || hl > XFRAG_HDR_MAX)
+		goto fail;
+	if (bpf_skb_change_tail(skb, newlen, 0))
+		goto fail;
+	if (bpf_skb_store_bytes(skb, l3off, w->hdr, hl, 0))
+		goto fail;
+	for (__u32 i = 0; i < XFRAG_MAX_DESC; i++) {
+		struct xfrag_desc d;
+		struct xfrag_chunk *c;
+		__u32 len;
+
+		if (i >= n)
+			break;
+		d = w->desc[i];
+		c = bpf_map_lookup_percpu_elem(&xfrag_chunks, &d.chunk, m.cpu);
+		len = d.len & XFRAG_DESC_LEN;
+		if (!c || !len || len > XFRAG_CHUNK)
+			goto fail;
+		if (bpf_skb_store_bytes(skb, l3off + hl + (__u32)d.off8 * 8,
+					c->data, len, 0))
+			goto fail;
+	}
+	/* The device's checksum state described the fragment: have the stack
+	 * verify the rebuilt datagram's L4 checksum itself. */
+	bpf_csum_level(skb, BPF_CSUM_LEVEL_RESET);
+	st->deliver_tc++;
+	self = bpf_get_smp_processor_id();
+	if (self == m.cpu) {
+		struct xfrag_pcpu *pc;
+		__u32 zero = 0;
+
+		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+		if (pc) {
+			xfrag_way_release(w, pc, st);
+			return TC_ACT_OK;
+		}
+	}
+	/* Another CPU owns the chunks (RPS): leave freeing to it. */
+	w->state = XFRAG_WAY_COLLECTED;
+	return TC_ACT_OK;
+fail:
+	st->deliver_err++;
+	if (bpf_get_smp_processor_id() == m.cpu) {
+		struct xfrag_pcpu *pc;
+		__u32 zero = 0;
+
+		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+		if (pc) {
+			xfrag_way_release(w, pc, st);
+			return TC_ACT_SHOT;
+		}
+	}
+	w->state = XFRAG_WAY_COLLECTED;
+	return TC_ACT_SHOT;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * xfrag: definitions shared by the BPF data path and user space.
+ *
+ * Plain #defines and structs of __u8/__u16/__u32/__u64 only: the BPF side
+ * gets those types from vmlinux.h, user space from <linux/types.h>.  Every
+ * limit, the datagram key, the configuration, the XDP->TC metadata and the
+ * counters are defined here once.
+ */
+#ifndef XFRAG_H
+#define XFRAG_H
+
+/* ---- Limits and defaults ------------------------------------------------ */
+
+/* Table geometry (load time; sizes the maps). */
+#define XFRAG_DEF_BUCKETS	1024
+#define XFRAG_MAX_BUCKETS	(1U << 20)
+#define XFRAG_DEF_WAYS		8
+#define XFRAG_MAX_WAYS		32
+
+/*
+ * Payload storage: chunks of XFRAG_CHUNK bytes, per CPU.  1536 holds a whole
+ * fragment of a 1500-byte MTU (IPv4 1480, IPv6 1448 payload bytes) in one
+ * chunk; larger fragments span several chunks.
+ */
+#define XFRAG_CHUNK		1536
+#define XFRAG_DEF_MEM		(2U * 1024 * 1024)	/* bytes per CPU */
+#define XFRAG_MIN_MEM		(64U * 1024)
+#define XFRAG_MAX_MEM		(1024U * 1024 * 1024)
+
+/* Time-out counted from a datagram's first fragment (ipfrag_time). */
+#define XFRAG_DEF_TIMEOUT_MS	30000
+#define XFRAG_MIN_TIMEOUT_MS	10
+#define XFRAG_MAX_TIMEOUT_MS	600000
+
+/* Fragments per datagram; each also needs a descriptor slot. */
+#define XFRAG_DEF_MAX_FRAGS	64
+#define XFRAG_MAX_DESC		64	/* hard bound: pieces stored per way */
+
+/*
+ * A completed datagram handed to TC must be collected within this time;
+ * after it the way is reclaimed and the datagram counted as handoff_lost.
+ */
+#define XFRAG_HANDOFF_NS	(1000ULL * 1000 * 1000)
+
+/*
+ * TC ingress can grow an skb to SKB_MAX_ALLOC (16 KiB less skb overhead):
+ * bpf_skb_change_tail() refuses anything longer.  skb->len at TC ingress
+ * includes the Ethernet header.
+ */
+#define XFRAG_TC_MAX_LEN	16064
+
+/*
+ * Without the TC half, a datagram can only be delivered in the XDP frame:
+ * a 1514-byte frame grows to about 3.5 KB on 4 KiB pages.
+ */
+#define XFRAG_XDP_MAX_LEN	3520
+
+/* Largest L3 header stored from a datagram's first fragment. */
+#define XFRAG_HDR_MAX		128
+
+/* ---- Datagram key -------------------------------------------------------- */
+
+#define XFRAG_AF_INET		4
+#define XFRAG_AF_INET6		6
+
+/*
+ * IPv4: source, destination, id, protocol (RFC 791); IPv6: source,
+ * destination, 32-bit id (RFC 8200: the next header is not part of it).
+ * The outermost VLAN id keeps datagrams of different VLANs apart.
+ * IPv4 addresses live in saddr[0]/daddr[0], the rest is zero.
+ */
+struct xfrag_key {
+	__u32 saddr[4];
+	__u32 daddr[4];
+	__u32 id;
+	__u16 vlan;
+	__u8 proto;
+	__u8 family;
+};
+
+/* ---- Configuration --------------------------------------------------------
+ *
+ * Run-time tunables live in the single element of the xfrag_config ARRAY map;
+ * a field left 0 means "built-in default", so the object also works when
+ * loaded by xdp-loader, which leaves the map zeroed.
+ */
+#define XFRAG_EVICT_REFUSE	0	/* kernel-like: refuse new datagrams */
+
+struct xfrag_config {
+	__u32 timeout_ms;	/* 0: XFRAG_DEF_TIMEOUT_MS */
+	__u32 max_frags;	/* 0: XFRAG_DEF_MAX_FRAGS */
+	__u32 evict;		/* XFRAG_EVICT_* */
+	__u32 flags;		/* XFRAG_CFG_* */
+	/* Written by `xfrag attach` for `xfrag status`; unused by BPF. */
+	__u32 buckets;
+	__u32 ways;
+	__u32 mem_per_cpu;	/* bytes */
+	__u32 xdp_mode;		/* enum xdp_attach_mode of libxdp */
+};
+
+/* Set by `xfrag attach` once the TC half is attached. */
+#define XFRAG_CFG_TC		(1U << 0)
+
+/* ---- XDP -> TC hand-off ---------------------------------------------------
+ *
+ * When the completing frame cannot grow to the whole datagram, XDP passes it
+ * with this record in the XDP metadata area; TC ingress finds the datagram by
+ * (cpu, way) and checks the cookie before it rebuilds the skb.
+ */
+#define XFRAG_META_MAGIC	0x78667267	/* "xfrg" */
+
+struct xfrag_meta {
+	__u32 magic;
+	__u32 cpu;
+	__u32 way;
+	__u32 cookie;
+};
+
+/* ---- Per-way state (one datagram) ---------------------------------------- */
+
+enum xfrag_way_state {
+	XFRAG_WAY_FREE = 0,
+	XFRAG_WAY_ACTIVE,	/* collecting fragments */
+	XFRAG_WAY_PASS,		/* too big to deliver: fragments go to kernel */
+	XFRAG_WAY_HANDOFF,	/* complete, waiting for TC to collect it */
+	XFRAG_WAY_COLLECTED,	/* TC on another CPU took it; owner frees */
+};
+
+/*
+ * One stored piece of payload: bytes [off8 * 8, off8 * 8 + len) of the
+ * datagram, in chunk `chunk`.  A fragment larger than a chunk is stored as a
+ * run of pieces; all but the first carry XFRAG_DESC_CONT in len.
+ */
+struct xfrag_desc {
+	__u32 chunk;
+	__u16 off8;		/* offset / 8 (pieces start 8-aligned) */
+	__u16 len;		/* XFRAG_DESC_LEN bits, plus XFRAG_DESC_CONT */
+};
+
+#define XFRAG_DESC_CONT		0x8000
+#define XFRAG_DESC_LEN		0x7fff
+
+#define XFRAG_F_LAST_SEEN	(1U << 0)	/* fragment with MF=0 arrived */
+#define XFRAG_F_FIRST_SEEN	(1U << 1)	/* offset-0 fragment arrived */
+#define XFRAG_F_DF		(1U << 2)	/* first fragment had DF */
+
+struct xfrag_way {
+	struct xfrag_key key;
+	__u64 born_ns;		/* first fragment; never extended */
+	__u64 touched_ns;	/* last fragment (LRU within the bucket) */
+	__u32 cookie;		/* generation, checked by TC */
+	__u8 state;		/* enum xfrag_way_state */
+	__u8 flags;		/* XFRAG_F_* */
+	__u16 nfrags;		/* fragments accepted */
+	__u16 ndesc;		/* pieces stored */
+	__u16 hdr_len;		/* bytes in hdr[] (first fragment's L3 header) */
+	__u32 end;		/* payload length once the last fragment is seen */
+	__u32 rcvd;		/* payload bytes stored */
+	__u32 max_end;		/* highest end seen so far */
+	__u32 nchunks;		/* chunks held */
+	__u8 hdr[XFRAG_HDR_MAX];
+	struct xfrag_desc desc[XFRAG_MAX_DESC];
+};
+
+/* Bump allocator plus free stack for this CPU's chunks. */
+struct xfrag_pcpu {
+	__u64 secret[2];	/* SipHash key for bucket selection */
+	__u32 next_fresh;	/* chunks never used start here */
+	__u32 free_top;		/* entries on the free stack */
+	__u32 cookie;		/* last cookie handed out */
+	__u32 pad;
+};
+
+/* ---- Counters ---------------------------------------------------------------
+ *
+ * One list drives the BPF struct, the CLI's table and the JSON keys.
+ * Kind: C = monotonic counter, G = gauge (current value).
+ *
+ * Invariants (summed over CPUs):
+ *   reasm_reqds == sum of all frag_* outcome counters + frags_in_flight
+ *   reasm_oks   == deliver_xdp + deliver_tc + deliver_err + handoff_lost
+ *                  + handoff_pending
+ */
+#define XFRAG_COUNTERS(X)						\
+	X(reasm_reqds, C, "fragments received (IpReasmReqds)")		\
+	X(reasm_oks, C, "datagrams reassembled (IpReasmOKs)")		\
+	X(reasm_fails, C, "datagrams discarded, all reasons (IpReasmFails)") \
+	X(reasm_timeout, C, "datagrams timed out (IpReasmTimeout)")	\
+	X(reasm_overlaps, C, "datagrams discarded on overlap (ReasmOverlaps)") \
+	X(deliver_xdp, C, "datagrams rebuilt in the XDP frame")	\
+	X(deliver_tc, C, "datagrams rebuilt by TC ingress")		\
+	X(deliver_err, C, "datagrams complete but not deliverable (no room, no TC, TC failed)") \
+	X(handoff_lost, C, "datagrams never collected by TC")		\
+	X(pass_dgrams, C, "datagrams passed to the kernel untouched (too big)") \
+	X(bytes_reasm, C, "payload bytes in reassembled datagrams")	\
+	X(frag_reasm, C, "fragments: part of a reassembled datagram")	\
+	X(frag_passed, C, "fragments: passed to the kernel untouched")	\
+	X(frag_dup, C, "fragments: exact duplicate dropped")		\
+	X(frag_overlap, C, "fragments: overlapping data (RFC 5722)")	\
+	X(frag_timeout, C, "fragments: datagram timed out")		\
+	X(frag_refused, C, "fragments: refused, no free way in bucket") \
+	X(frag_nomem, C, "fragments: refused, memory budget spent")	\
+	X(frag_bad_header, C, "fragments: invalid IP header")		\
+	X(frag_too_long, C, "fragments: datagram beyond 65535 bytes")	\
+	X(frag_oversize, C, "fragments: datagram beyond the delivery limit") \
+	X(frag_zero_len, C, "fragments: no payload")			\
+	X(frag_bad_end, C, "fragments: inconsistent end of datagram")	\
+	X(frag_too_many, C, "fragments: too many in one datagram")	\
+	X(frag_discarded, C, "fragments: held by a datagram discarded later") \
+	X(frags_in_flight, G, "fragments held now")			\
+	X(dgrams_in_flight, G, "incomplete datagrams held now")	\
+	X(handoff_pending, G, "complete datagrams waiting for TC now")	\
+	X(bytes_in_flight, G, "payload bytes held now")		\
+	X(mem_in_flight, G, "chunk memory held now (bytes)")
+
+#define XFRAG_COUNTER_FIELD(name, kind, help) __u64 name;
+struct xfrag_stats {
+	XFRAG_COUNTERS(XFRAG_COUNTER_FIELD)
+};
+#undef XFRAG_COUNTER_FIELD
+
+/* ---- Pinned map names (under /sys/fs/bpf/xfrag/IFACE/) ------------------ */
+#define XFRAG_PIN_ROOT		"/sys/fs/bpf/xfrag"
+
+#endif /* XFRAG_H */

@@ -1,0 +1,17 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Install the Debian 12 packages xfrag needs to build and test, if missing.
+set -e
+PKGS="clang llvm libbpf-dev bpftool libxdp-dev xdp-tools libelf-dev zlib1g-dev
+      iproute2 iputils-ping python3-scapy tcpdump make gcc pkg-config"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xfrag attach / detach. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+#include "common.h"
+#include "xfrag.skel.h"
+
+/* Our TC-ingress filter: fixed handle and priority so detach finds it. */
+#define XF_TC_HANDLE	0x7866
+#define XF_TC_PRIO	1
+
+static int print_fn(enum libbpf_print_level level, const char *fmt,
+		    va_list ap)
+{
+	/* libxdp's fallback from the dispatcher to a single program logs
+	 * load failures that are expected; our own messages say what failed. */
+	if (!xf_verbose)
+		return 0;
+	(void)level;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int xdp_print_fn(enum libxdp_print_level level, const char *fmt,
+			va_list ap)
+{
+	return print_fn((enum libbpf_print_level)level, fmt, ap);
+}
+
+static void quiet_libs(void)
+{
+	libbpf_set_print(print_fn);
+	libxdp_set_print(xdp_print_fn);
+}
+
+/* bpffs at /sys/fs/bpf; mount it when absent (e.g. inside `ip netns exec`). */
+static int ensure_bpffs(void)
+{
+	struct statfs sf;
+
+	if (!statfs("/sys/fs/bpf", &sf) && sf.f_type == BPF_FS_MAGIC)
+		return 0;
+	mkdir("/sys/fs/bpf", 0700);
+	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"))
+		return -errno;
+	return 0;
+}
+
+static const char *const pinned_maps[] = {
+	"xfrag_table", "xfrag_chunks", "xfrag_free",
+	"xfrag_pcpu", "xfrag_stats", "xfrag_config",
+};
+
+static void unpin_all(const char *ifname)
+{
+	char dir[192], path[256];
+
+	xf_pin_dir(dir, sizeof(dir), ifname);
+	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static int tc_attach(int ifindex, int prog_fd)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XF_TC_HANDLE,
+			    .priority = XF_TC_PRIO, .prog_fd = prog_fd,
+			    .flags = BPF_TC_F_REPLACE);
+	int err = bpf_tc_hook_create(&hook);
+
+	if (err && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &opts);
+}
+
+static int tc_detach(int ifindex)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XF_TC_HANDLE,
+			    .priority = XF_TC_PRIO);
+
+	return bpf_tc_detach(&hook, &opts);
+}
+
+int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
+{
+	const char *ifname = argv[0];
+	struct xf_opt *mode_o = xf_opt(opts, "mode");
+	enum xdp_attach_mode mode = XDP_MODE_NATIVE;
+	__u32 buckets = XFRAG_DEF_BUCKETS, ways = XFRAG_DEF_WAYS;
+	__u64 mem = XFRAG_DEF_MEM;
+	struct xfrag_config cfg = {};
+	struct xdp_program *prog = NULL;
+	struct xfrag_bpf *skel = NULL;
+	char dir[192], path[256];
+	int ifindex, err, ret = XF_EXIT_BPF, cfd;
+	bool tc = !xf_opt(opts, "no-tc")->set;
+	__u32 zero = 0, nchunks;
+	__u64 secret[2];
+	(void)argc;
+
+	if (mode_o->set) {
+		if (!strcmp(mode_o->val, "native"))
+			mode = XDP_MODE_NATIVE;
+		else if (!strcmp(mode_o->val, "skb"))
+			mode = XDP_MODE_SKB;
+		else {
+			fprintf(stderr, "xfrag attach: --mode must be native or skb\n");
+			return XF_EXIT_USAGE;
+		}
+	}
+	if (xf_opt(opts, "buckets")->set)
+		buckets = xf_opt(opts, "buckets")->num;
+	if (xf_opt(opts, "ways")->set)
+		ways = xf_opt(opts, "ways")->num;
+	if (xf_opt(opts, "mem-per-cpu")->set)
+		mem = xf_opt(opts, "mem-per-cpu")->num;
+	if ((__u64)buckets * ways > (1U << 24)) {
+		fprintf(stderr, "xfrag attach: buckets x ways must be at most %u\n",
+			1U << 24);
+		return XF_EXIT_USAGE;
+	}
+	nchunks = mem / XFRAG_CHUNK;
+	cfg.timeout_ms = xf_opt(opts, "timeout")->set ?
+			 xf_opt(opts, "timeout")->num : XFRAG_DEF_TIMEOUT_MS;
+	cfg.max_frags = xf_opt(opts, "max-frags")->set ?
+			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
+	cfg.evict = XFRAG_EVICT_REFUSE;
+	cfg.buckets = buckets;
+	cfg.ways = ways;
+	cfg.mem_per_cpu = mem;
+	cfg.xdp_mode = mode;
+
+	ifindex = xf_ifindex(ifname);
+	if (!ifindex)
+		return XF_EXIT_IFACE;
+	if (geteuid() != 0) {
+		fprintf(stderr, "xfrag attach: needs root (CAP_BPF, CAP_NET_ADMIN)\n");
+		return XF_EXIT_PERM;
+	}
+	err = ensure_bpffs();
+	if (err) {
+		fprintf(stderr, "xfrag attach: cannot mount bpffs: %s\n",
+			strerror(-err));
+		return xf_err_exit(err);
+	}
+	xf_pin_dir(dir, sizeof(dir), ifname);
+	snprintf(path, sizeof(path), "%s/xfrag_stats", dir);
+	if (!access(path, F_OK)) {
+		fprintf(stderr, "xfrag attach: already attached to %s (%s exists)\n",
+			ifname, dir);
+		return XF_EXIT_IFACE;
+	}
+	quiet_libs();
+
+	skel = xfrag_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "xfrag attach: cannot open BPF object: %s\n",
+			strerror(errno));
+		return XF_EXIT_BPF;
+	}
+	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
+		fprintf(stderr, "xfrag attach: getrandom: %s\n", strerror(errno));
+		goto out;
+	}
+	secret[1] |= 1;
+	skel->rodata->xfrag_secret[0] = secret[0];
+	skel->rodata->xfrag_secret[1] = secret[1];
+	skel->rodata->xfrag_buckets = buckets;
+	skel->rodata->xfrag_ways = ways;
+	skel->rodata->xfrag_nchunks = nchunks;
+	if (bpf_map__set_max_entries(skel->maps.xfrag_table, buckets * ways) ||
+	    bpf_map__set_max_entries(skel->maps.xfrag_chunks, nchunks) ||
+	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks)) {
+		fprintf(stderr, "xfrag attach: cannot size maps\n");
+		goto out;
+	}
+
+	{
+		DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts, .obj = skel->obj,
+				    .prog_name = "xfrag_xdp");
+		prog = xdp_program__create(&xopts);
+	}
+	err = libxdp_get_error(prog);
+	if (err) {
+		prog = NULL;
+		fprintf(stderr, "xfrag attach: %s\n", strerror(-err));
+		goto out;
+	}
+	err = xdp_program__attach(prog, ifindex, mode, 0);
+	if (err) {
+		char buf[256];
+
+		libxdp_strerror(err, buf, sizeof(buf));
+		fprintf(stderr, "xfrag attach: XDP attach to %s (%s mode) failed: %s\n",
+			ifname, mode == XDP_MODE_SKB ? "skb" : "native", buf);
+		if (err == -EEXIST || err == -EBUSY)
+			ret = XF_EXIT_IFACE;
+		else if (err == -EPERM)
+			ret = XF_EXIT_PERM;
+		goto out;
+	}
+
+	/* The object is loaded now: configure, then add the TC half. */
+	cfd = bpf_map__fd(skel->maps.xfrag_config);
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+		fprintf(stderr, "xfrag attach: cannot write config: %s\n",
+			strerror(errno));
+		goto detach;
+	}
+	if (tc) {
+		err = tc_attach(ifindex, bpf_program__fd(skel->progs.xfrag_tc));
+		if (err) {
+			fprintf(stderr, "xfrag attach: TC ingress attach failed: %s\n",
+				strerror(-err));
+			goto detach;
+		}
+		cfg.flags |= XFRAG_CFG_TC;
+		bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY);
+	}
+
+	mkdir(XFRAG_PIN_ROOT, 0700);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "xfrag attach: mkdir %s: %s\n", dir, strerror(errno));
+		goto detach_tc;
+	}
+	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+		struct bpf_map *m =
+			bpf_object__find_map_by_name(skel->obj, pinned_maps[i]);
+
+		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
+		if (!m || bpf_map__pin(m, path)) {
+			fprintf(stderr, "xfrag attach: cannot pin %s\n", path);
+			unpin_all(ifname);
+			goto detach_tc;
+		}
+	}
+	printf("xfrag: attached to %s (XDP %s mode%s), maps pinned in %s\n",
+	       ifname, mode == XDP_MODE_SKB ? "skb" : "native",
+	       tc ? ", TC ingress" : ", no TC", dir);
+	ret = XF_EXIT_OK;
+	goto out;
+
+detach_tc:
+	if (tc)
+		tc_detach(ifindex);
+detach:
+	xdp_program__detach(prog, ifindex, mode, 0);
+out:
+	xdp_program__close(prog);
+	xfrag_bpf__destroy(skel);
+	return ret;
+}
+
+/* Find and detach our XDP program, alone or under the dispatcher. */
+static int xdp_detach(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+	int err = -ENOENT;
+
+	if (libxdp_get_error(mp))
+		return -ENOENT;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && !strcmp(xdp_program__name(p), "xfrag_xdp"))
+			err = xdp_multiprog__detach(mp);
+	} else {
+		while ((p = xdp_multiprog__next_prog(p, mp))) {
+			if (strcmp(xdp_program__name(p), "xfrag_xdp"))
+				continue;
+			err = xdp_program__detach(p, ifindex,
+						  xdp_multiprog__attach_mode(mp), 0);
+			break;
+		}
+	}
+	xdp_multiprog__close(mp);
+	return err;
+}
+
+int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts)
+{
+	const char *ifname = argv[0];
+	char dir[192];
+	int ifindex, e1, e2;
+	(void)argc;
+	(void)opts;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "xfrag detach: needs root\n");
+		return XF_EXIT_PERM;
+	}
+	quiet_libs();
+	xf_pin_dir(dir, sizeof(dir), ifname);
+	ifindex = if_nametoindex(ifname);
+	if (!ifindex) {
+		/* The interface is gone: only the pins can be left over. */
+		if (!access(dir, F_OK)) {
+			unpin_all(ifname);
+			printf("xfrag: %s is gone; removed %s\n", ifname, dir);
+			return XF_EXIT_OK;
+		}
+		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
+		return XF_EXIT_IFACE;
+	}
+	e1 = xdp_detach(ifindex);
+	e2 = tc_detach(ifindex);
+	if (e1 && e2 && access(dir, F_OK)) {
+		fprintf(stderr, "xfrag detach: xfrag is not attached to %s\n",
+			ifname);
+		return XF_EXIT_IFACE;
+	}
+	unpin_all(ifname);
+	printf("xfrag: detached from %s\n", ifname);
+	return XF_EXIT_OK;
+}

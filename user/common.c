@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xfrag CLI: option tables, interface and pin helpers, counter access. */
+#include <errno.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+
+int xf_verbose;
+
+#define XF_COUNTER_ROW(n, kind, h) \
+	{ #n, h, #kind[0] == 'G', offsetof(struct xfrag_stats, n) },
+const struct xf_counter xf_counters[] = { XFRAG_COUNTERS(XF_COUNTER_ROW) };
+#undef XF_COUNTER_ROW
+const int xf_ncounters = sizeof(xf_counters) / sizeof(xf_counters[0]);
+
+struct xf_opt *xf_opt(struct xf_opt *opts, const char *name)
+{
+	for (; opts->name; opts++)
+		if (!strcmp(opts->name, name))
+			return opts;
+	return NULL;
+}
+
+void xf_usage(const struct xf_cmd *cmd)
+{
+	const struct xf_opt *o;
+
+	printf("Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
+	       cmd->args ? cmd->args : "", cmd->summary);
+	for (o = cmd->opts; o && o->name; o++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+			 o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		printf("  %-26s %s", left, o->help);
+		if (o->def)
+			printf(" (default: %s)", o->def);
+		if (o->max)
+			printf(" [%llu..%llu]", (unsigned long long)o->min,
+			       (unsigned long long)o->max);
+		printf("\n");
+	}
+	printf("  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
+	printf("  %-26s %s\n", "-h, --help", "show this help");
+}
+
+/* Parse "123", "4k", "2M", "1G" (powers of 1024). */
+static int parse_num(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
+{
+	struct option lo[32];
+	struct xf_opt *o;
+	int n = 0, c, nargs;
+
+	for (o = cmd->opts; o && o->name && n < 29; o++, n++)
+		lo[n] = (struct option){ o->name, o->metavar ? 1 : 0, NULL,
+					 256 + n };
+	lo[n++] = (struct option){ "help", 0, NULL, 'h' };
+	lo[n++] = (struct option){ "verbose", 0, NULL, 'v' };
+	lo[n] = (struct option){ 0 };
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+		if (c == 'h') {
+			xf_usage(cmd);
+			exit(XF_EXIT_OK);
+		}
+		if (c == 'v') {
+			xf_verbose = 1;
+			continue;
+		}
+		if (c < 256) {
+			fprintf(stderr, "Try 'xfrag %s --help'.\n", cmd->name);
+			return -EINVAL;
+		}
+		o = &cmd->opts[c - 256];
+		o->set = true;
+		o->val = optarg;
+		if (o->max) {
+			if (parse_num(optarg, &o->num) || o->num < o->min ||
+			    o->num > o->max) {
+				fprintf(stderr,
+					"xfrag %s: --%s %s: expected a number in [%llu..%llu]\n",
+					cmd->name, o->name, optarg,
+					(unsigned long long)o->min,
+					(unsigned long long)o->max);
+				return -ERANGE;
+			}
+		}
+	}
+	nargs = argc - optind;
+	if (nargs < cmd->min_args || nargs > cmd->max_args) {
+		fprintf(stderr, "xfrag %s: expected %s\nTry 'xfrag %s --help'.\n",
+			cmd->name, cmd->args ? cmd->args : "no arguments",
+			cmd->name);
+		return -EINVAL;
+	}
+	*first_arg = optind;
+	return 0;
+}
+
+int xf_ifindex(const char *ifname)
+{
+	int idx = if_nametoindex(ifname);
+
+	if (!idx)
+		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
+	return idx;
+}
+
+void xf_pin_dir(char *buf, size_t len, const char *ifname)
+{
+	snprintf(buf, len, "%s/%s", XFRAG_PIN_ROOT, ifname);
+}
+
+int xf_pin_open(const char *ifname, const char *map)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", XFRAG_PIN_ROOT, ifname, map);
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Map an errno to the documented exit codes. */
+int xf_err_exit(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return XF_EXIT_OK;
+	case EPERM:
+	case EACCES:
+		return XF_EXIT_PERM;
+	case ENODEV:
+	case EEXIST:
+	case ENOENT:
+		return XF_EXIT_IFACE;
+	case EINVAL:
+	case ERANGE:
+		return XF_EXIT_USAGE;
+	case EOPNOTSUPP:
+		return XF_EXIT_BPF;
+	default:
+		return XF_EXIT_FAIL;
+	}
+}
+
+int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
+		  struct xfrag_stats **percpu, int *ncpu)
+{
+	struct xfrag_stats *v;
+	__u32 zero = 0;
+	int fd, n, err;
+
+	fd = xf_pin_open(ifname, "xfrag_stats");
+	if (fd < 0)
+		return fd;
+	n = libbpf_num_possible_cpus();
+	if (n <= 0) {
+		close(fd);
+		return n ? n : -EINVAL;
+	}
+	v = calloc(n, sizeof(*v));
+	if (!v) {
+		close(fd);
+		return -ENOMEM;
+	}
+	err = bpf_map_lookup_elem(fd, &zero, v);
+	close(fd);
+	if (err) {
+		err = -errno;
+		free(v);
+		return err;
+	}
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < n; c++)
+		for (int i = 0; i < xf_ncounters; i++)
+			*(__u64 *)((char *)sum + xf_counters[i].off) +=
+				*(__u64 *)((char *)&v[c] + xf_counters[i].off);
+	if (percpu) {
+		*percpu = v;
+		*ncpu = n;
+	} else {
+		free(v);
+	}
+	return 0;
+}

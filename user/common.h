@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* xfrag CLI: shared helpers. */
+#ifndef XFRAG_COMMON_H
+#define XFRAG_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "xfrag.h"
+
+/* Exit codes (documented in README and --help). */
+enum {
+	XF_EXIT_OK = 0,
+	XF_EXIT_FAIL = 1,	/* anything else */
+	XF_EXIT_USAGE = 2,	/* bad command, option or value */
+	XF_EXIT_IFACE = 3,	/* unknown interface, already/not attached */
+	XF_EXIT_BPF = 4,	/* load/attach failed, kernel lacks a feature */
+	XF_EXIT_PERM = 5,	/* missing privileges */
+};
+
+/* One option of a command; the table drives parsing and --help. */
+struct xf_opt {
+	const char *name;	/* long name, without "--" */
+	const char *metavar;	/* NULL: a flag without value */
+	const char *help;
+	const char *def;	/* default, shown in --help */
+	uint64_t min, max;	/* range for numeric values (max 0: not numeric) */
+	bool set;		/* filled by the parser */
+	const char *val;
+	uint64_t num;
+};
+
+struct xf_cmd {
+	const char *name;
+	const char *args;	/* positional arguments, for usage */
+	const char *summary;
+	struct xf_opt *opts;	/* terminated by name == NULL */
+	int (*run)(int argc, char **argv, struct xf_opt *opts);
+	int min_args, max_args;
+};
+
+extern int xf_verbose;
+
+int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg);
+void xf_usage(const struct xf_cmd *cmd);
+struct xf_opt *xf_opt(struct xf_opt *opts, const char *name);
+int xf_ifindex(const char *ifname);
+void xf_pin_dir(char *buf, size_t len, const char *ifname);
+int xf_pin_open(const char *ifname, const char *map);
+int xf_err_exit(int err);
+int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
+		  struct xfrag_stats **percpu, int *ncpu);
+
+int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
+
+/* Counter metadata from the X-macro list. */
+struct xf_counter {
+	const char *name;
+	const char *help;
+	bool gauge;
+	size_t off;
+};
+extern const struct xf_counter xf_counters[];
+extern const int xf_ncounters;
+
+#endif
