@@ -121,6 +121,17 @@ static __always_inline __u16 xfrag_parse_l2(void *data, void *data_end,
 	return proto;
 }
 
+static __always_inline void xfrag_ip4_key(const struct iphdr *iph, __u16 vlan,
+					  struct xfrag_key *key)
+{
+	key->saddr[0] = iph->saddr;
+	key->daddr[0] = iph->daddr;
+	key->id = iph->id;
+	key->proto = iph->protocol;
+	key->family = XFRAG_AF_INET;
+	key->vlan = vlan;
+}
+
 /*
  * IPv4: anything that is not a fragment is left alone at the cost of one
  * header read.  A fragment gets the checks ip_rcv_core() would make
@@ -144,12 +155,7 @@ static __always_inline int xfrag_parse_ip4(struct xdp_md *ctx, void *data,
 
 	/* A fragment: from here on it is counted and gets an outcome. */
 	__builtin_memset(p, 0, sizeof(*p));
-	p->key.saddr[0] = iph->saddr;
-	p->key.daddr[0] = iph->daddr;
-	p->key.id = iph->id;
-	p->key.proto = iph->protocol;
-	p->key.family = XFRAG_AF_INET;
-	p->key.vlan = vlan;
+	xfrag_ip4_key(iph, vlan, &p->key);
 	p->l3off = l3off;
 
 	ihl = iph->ihl;

@@ -267,6 +267,87 @@ int xfrag_xdp(struct xdp_md *ctx)
 
 /* ---- TC ingress: finish datagrams the XDP frame had no room for ------------ */
 
+struct xfrag_find_ctx {
+	struct xfrag_key key;
+	__u32 base;
+	int found;
+};
+
+static long xfrag_find_one(__u32 i, void *data)
+{
+	struct xfrag_find_ctx *fc = data;
+	__u32 idx = fc->base + i;
+	struct xfrag_way *x = bpf_map_lookup_elem(&xfrag_table, &idx);
+
+	if (!x)
+		return 1;
+	if (x->state == XFRAG_WAY_HANDOFF && xfrag_key_eq(&x->key, &fc->key)) {
+		fc->found = i;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Where is the IPv4 header of this skb?  At TC ingress data normally starts
+ * at the MAC header, but after generic (skb-mode) XDP on 6.18 it starts at
+ * the network header (mac_len is 0 there).  Try the Ethernet view first,
+ * then offset 0; a candidate must be an IPv4 fragment that fits the skb.
+ * Fills key and *l3off; returns 0 when found.
+ */
+static __always_inline int xfrag_tc_l3(struct __sk_buff *skb, void *data,
+				       void *data_end, int cand,
+				       __u32 *l3off, struct xfrag_key *key)
+{
+	struct iphdr *iph;
+	__u16 vlan = 0;
+	__u32 off = 0;
+
+	if (cand == 0 &&
+	    xfrag_parse_l2(data, data_end, &off, &vlan) != ETH_P_IP)
+		return -1;
+	if (off > 64)
+		return -1;
+	iph = data + off;
+	if ((void *)(iph + 1) > data_end || iph->version != 4 || iph->ihl < 5 ||
+	    !(iph->frag_off & bpf_htons(IP4_MF | IP4_OFFMASK)) ||
+	    off + bpf_ntohs(iph->tot_len) > skb->len)
+		return -1;
+	if (!vlan && skb->vlan_present)
+		vlan = skb->vlan_tci & 0x0fff;
+	__builtin_memset(key, 0, sizeof(*key));
+	xfrag_ip4_key(iph, vlan, key);
+	*l3off = off;
+	return 0;
+}
+
+/*
+ * Without usable metadata (generic XDP does not bring it to TC here), the
+ * completing fragment itself names its datagram: look for a hand-off with
+ * its key in this CPU's bucket.  Returns the way index or -1.
+ */
+static __always_inline long xfrag_tc_find(struct __sk_buff *skb, void *data,
+					  void *data_end, __u32 *l3off)
+{
+	struct xfrag_find_ctx fc;
+	struct xfrag_pcpu *pc;
+	__u32 zero = 0;
+
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	if (!pc)
+		return -1;
+	for (int cand = 0; cand < 2; cand++) {
+		fc.found = -1;
+		if (xfrag_tc_l3(skb, data, data_end, cand, l3off, &fc.key))
+			continue;
+		fc.base = xfrag_bucket_base(pc, &fc.key);
+		bpf_loop(xfrag_ways, xfrag_find_one, &fc, 0);
+		if (fc.found >= 0)
+			return fc.base + fc.found;
+	}
+	return -1;
+}
+
 SEC("tc")
 int xfrag_tc(struct __sk_buff *skb)
 {
@@ -277,23 +358,36 @@ int xfrag_tc(struct __sk_buff *skb)
 	struct xfrag_stats *st;
 	struct xfrag_way *w;
 	__u32 l3off = 0, hl, n, newlen, self;
-	__u16 vlan;
 
-	if ((void *)(mp + 1) > data || mp->magic != XFRAG_META_MAGIC)
-		return TC_ACT_OK;
-	m = *mp;
-	mp->magic = 0;	/* one collection per hand-off */
+	if ((void *)(mp + 1) <= data && mp->magic == XFRAG_META_MAGIC) {
+		struct xfrag_key key;
+
+		m = *mp;
+		mp->magic = 0;	/* one collection per hand-off */
+		w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
+		if (!w || w->state != XFRAG_WAY_HANDOFF ||
+		    w->cookie != m.cookie) {
+			/* Expired before TC ran: counted as handoff_lost.  The
+			 * lone fragment would only start a kernel queue. */
+			return TC_ACT_SHOT;
+		}
+		if (xfrag_tc_l3(skb, data, data_end, 0, &l3off, &key) &&
+		    xfrag_tc_l3(skb, data, data_end, 1, &l3off, &key))
+			return TC_ACT_OK;	/* cannot happen */
+	} else {
+		long idx = xfrag_tc_find(skb, data, data_end, &l3off);
+
+		if (idx < 0)
+			return TC_ACT_OK;
+		m.way = idx;
+		m.cpu = bpf_get_smp_processor_id();
+		w = bpf_map_lookup_elem(&xfrag_table, &m.way);
+		if (!w)
+			return TC_ACT_OK;
+	}
 	st = xfrag_st();
 	if (!st)
 		return TC_ACT_OK;
-	w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
-	if (!w || w->state != XFRAG_WAY_HANDOFF || w->cookie != m.cookie) {
-		/* Expired before TC ran: already counted as handoff_lost. The
-		 * lone fragment would only start a queue in the kernel. */
-		return TC_ACT_SHOT;
-	}
-	if (!xfrag_parse_l2(data, data_end, &l3off, &vlan))
-		goto fail;
 	hl = w->hdr_len;
 	n = w->ndesc;
 	newlen = l3off + hl + w->end;
