@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# CLI behaviour: help, exit codes, attach/status/stats/detach life cycle.
+cd "$(dirname "$0")/.." || exit 1
+X=$PWD/build/xfrag
+NS=xf-cli
+pass=0
+fail=0
+
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+ko() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+# expect NAME CODE CMD...: the command exits with CODE
+expect() {
+	local name=$1 code=$2 rc
+	shift 2
+	"$@" >/tmp/xf-cli.out 2>&1
+	rc=$?
+	if [ "$rc" -eq "$code" ]; then ok "$name"; else
+		ko "$name" "exit $rc, expected $code: $(head -c 300 /tmp/xf-cli.out)"
+	fi
+}
+
+in_ns() { nsenter --net=/run/netns/$NS "$@"; }
+
+cleanup() { ip netns del $NS 2>/dev/null; rm -rf /sys/fs/bpf/xfrag/xfc0; }
+trap cleanup EXIT
+cleanup
+ip netns add $NS || { ko setup "cannot create namespace"; exit 1; }
+ip -n $NS link add xfc0 type veth peer name xfc1
+ip -n $NS link set xfc0 up
+ip -n $NS link set xfc1 up
+
+expect help 0 $X --help
+expect attach-help 0 $X attach --help
+grep -q -- "--buckets N" /tmp/xf-cli.out && grep -q "default: 1024" /tmp/xf-cli.out &&
+	ok help-shows-defaults || ko help-shows-defaults "no defaults in attach --help"
+expect no-command 2 $X
+expect bad-command 2 $X frobnicate
+expect unknown-iface 3 $X attach no-such-if0
+expect range-ways 2 $X attach xfc0 --ways 0
+expect range-buckets 2 $X attach xfc0 --buckets 99999999
+expect range-timeout 2 $X attach xfc0 --timeout 5
+expect bad-mode 2 $X attach xfc0 --mode turbo
+expect bad-number 2 $X attach xfc0 --mem-per-cpu lots
+expect stats-not-attached 3 in_ns $X stats xfc0
+expect detach-not-attached 3 in_ns $X detach xfc0
+if id nobody >/dev/null 2>&1; then
+	expect not-root 5 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		$X attach lo
+fi
+expect attach 0 in_ns $X attach xfc0 --mode skb --buckets 64 --ways 4 \
+	--mem-per-cpu 256k --timeout 1000 --max-frags 16
+expect attach-twice 3 in_ns $X attach xfc0 --mode skb
+in_ns $X status >/tmp/xf-cli.out 2>&1
+if grep -E '^xfc0 +[0-9]+ +skb +yes +64 +4 +262144 +1000 +16' /tmp/xf-cli.out >/dev/null; then
+	ok status-shows-limits
+else
+	ko status-shows-limits "$(cat /tmp/xf-cli.out)"
+fi
+in_ns $X stats xfc0 --json >/tmp/xf-cli.out 2>&1
+if /usr/bin/python3 -c 'import json,sys; d=json.load(open("/tmp/xf-cli.out")); assert d["reasm_reqds"] == 0 and "frag_dup" in d' 2>/dev/null; then
+	ok stats-json
+else
+	ko stats-json "$(head -c 300 /tmp/xf-cli.out)"
+fi
+expect stats-interval 0 in_ns $X stats xfc0 --interval 1 --count 1
+grep -q "/s" /tmp/xf-cli.out && ok stats-rates || ko stats-rates "no rates printed"
+expect stats-per-cpu 0 in_ns $X stats xfc0 --per-cpu
+bpftool map dump pinned /sys/fs/bpf/xfrag/xfc0/xfrag_stats >/tmp/xf-cli.out 2>&1
+grep -q '"reasm_reqds": 0' /tmp/xf-cli.out && ok bpftool-names ||
+	ko bpftool-names "$(head -c 300 /tmp/xf-cli.out)"
+expect detach 0 in_ns $X detach xfc0
+[ ! -e /sys/fs/bpf/xfrag/xfc0 ] && ok detach-unpins || ko detach-unpins "pins left"
+in_ns ip link show xfc0 | grep -q xdp && ko detach-xdp "XDP still attached" ||
+	ok detach-xdp
+echo "cli_test: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Run every xfrag test suite and print one summary line "N passed, N failed".
+# Each suite prints "PASS name" / "FAIL name: reason" lines.
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p tests/out
+pass=0
+fail=0
+status=0
+
+run_suite() {
+	local name=$1; shift
+	local log=tests/out/$name.log
+	echo "== $name"
+	"$@" 2>&1 | tee "$log" | grep -E '^(PASS|FAIL|SKIP)' || true
+	local rc=${PIPESTATUS[0]}
+	local p f
+	p=$(grep -c '^PASS' "$log")
+	f=$(grep -c '^FAIL' "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $name: exited $rc without a FAIL line (see $log)"
+		tail -5 "$log"
+		f=1
+	fi
+	pass=$((pass + p))
+	fail=$((fail + f))
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tests need root (BPF, namespaces)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+run_suite unit ./build/test_prog
+run_suite cli tests/cli_test.sh
+run_suite ns ./tests/ns_test.sh
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
