@@ -1,0 +1,371 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Namespace tests: real traffic over a veth pair into xfrag on xfr0.
+#
+# For each mode (native, skb) xfrag is attached to xfr0 and datagrams are
+# sent from xf-snd, fragmented by the kernel (udpcheck, ping) or crafted
+# (fragsend).  The receiver checks every byte; the kernel's and xfrag's
+# counters show who reassembled them.
+#
+# Environment:
+#   XFRAG_NONE=1       no xfrag: the kernel alone must pass the byte checks
+#   XFRAG_MODES="..."  modes to run (default "native skb")
+#   XFRAG_IPV6=1       also run the IPv6 tests with xfrag attached
+#   XFRAG_VERBOSE=1    show command output on failures
+
+XF_DIR=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$XF_DIR/lib.sh"
+
+XFRAG_NONE=${XFRAG_NONE:-0}
+XFRAG_IPV6=${XFRAG_IPV6:-0}
+if [ "$XFRAG_NONE" = 1 ]; then
+	MODES=none
+else
+	MODES=${XFRAG_MODES:-native skb}
+fi
+
+NPASS=0
+NFAIL=0
+MODE=""
+REASON=""
+PORT=5000
+ID_BASE=1000
+SEQ=0
+
+trap xf_cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $1"; NPASS=$((NPASS + 1)); }
+fail() { echo "FAIL $1: $2"; NFAIL=$((NFAIL + 1)); }
+
+# Add a failure reason (tests keep going to collect all of them).
+bad() { REASON="${REASON:+$REASON; }$*"; }
+
+xf() { [ "$MODE" != none ]; }
+
+# ---- Snapshots -----------------------------------------------------------------
+
+# snap NAME: xfrag stats (if attached) and kernel counters.
+snap() {
+	local n=$1
+
+	if xf; then
+		xf_stats "$XF_TMP/$n.stats" || {
+			bad "xfrag stats failed"
+			: >"$XF_TMP/$n.stats"
+		}
+	fi
+	{
+		echo "IpReasmReqds $(xf_snmp IpReasmReqds)"
+		echo "IpReasmOKs $(xf_snmp IpReasmOKs)"
+		echo "IpReasmFails $(xf_snmp IpReasmFails)"
+		echo "Ip6ReasmReqds $(xf_snmp Ip6ReasmReqds)"
+		echo "Ip6ReasmOKs $(xf_snmp Ip6ReasmOKs)"
+	} >"$XF_TMP/$n.snmp"
+}
+
+# kd KEY: kernel counter delta between snapshots "a" and "b".
+kd() { xf_delta "$XF_TMP/a.snmp" "$XF_TMP/b.snmp" "$1"; }
+# sd KEY: xfrag counter delta between snapshots "a" and "b".
+sd() { xf_delta "$XF_TMP/a.stats" "$XF_TMP/b.stats" "$1"; }
+
+# expect WHAT OP VALUE ACTUAL
+expect() {
+	local what=$1 op=$2 want=$3 got=$4
+
+	case $got in
+	''|*[!0-9-]*)
+		bad "$what: no value ($got)"
+		return
+		;;
+	esac
+	if ! test "$got" "$op" "$want"; then
+		bad "$what=$got, expected $op $want"
+	fi
+}
+
+# xfrag delivered exactly N datagrams and the kernel reassembled nothing.
+expect_xfrag_reasm() {
+	local n=$1 dx dt
+
+	expect "kernel IpReasmReqds delta" -eq 0 "$(kd IpReasmReqds)"
+	expect "reasm_oks delta" -eq "$n" "$(sd reasm_oks)"
+	dx=$(sd deliver_xdp)
+	dt=$(sd deliver_tc)
+	expect "deliver_xdp+deliver_tc delta" -eq "$n" $((dx + dt))
+}
+
+# ---- Tests ---------------------------------------------------------------------
+
+# UDP through the kernel's own fragmentation.
+udp_kernel() {
+	local dst=$1 size=$2 count=$3 out v6=0
+	local port=$((PORT++)) seq0=$((SEQ += 1000))
+
+	case $dst in *:*) v6=1 ;; esac
+	snap a
+	xf_recv_start --port "$port" --count "$count" --size "$size" \
+		--timeout-ms 2000 || { bad "receiver"; return 1; }
+	if ! out=$(xf_snd "$XF_BUILD/udpcheck" send --dst "$dst" \
+			--port "$port" --size "$size" --count "$count" \
+			--seq0 "$seq0" --gap-us 2000 2>&1); then
+		bad "sender: $out"
+	fi
+	xf_recv_wait || bad "receiver: $XF_RECV_OUT $(xf_recv_detail)"
+	snap b
+	if ! xf; then
+		if [ "$v6" = 1 ]; then
+			expect "kernel Ip6ReasmOKs delta" -ge "$count" \
+				"$(kd Ip6ReasmOKs)"
+		else
+			expect "kernel IpReasmOKs delta" -ge "$count" \
+				"$(kd IpReasmOKs)"
+		fi
+		return
+	fi
+	if [ "$v6" = 1 ]; then
+		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
+		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
+		return
+	fi
+	if [ "$size" -gt 65000 ]; then
+		# Beyond what TC can rebuild: passed through to the kernel.
+		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
+		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
+		expect "kernel IpReasmOKs delta" -eq "$count" "$(kd IpReasmOKs)"
+		expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
+		return
+	fi
+	expect_xfrag_reasm "$count"
+	if [ "$size" -ge 9000 ]; then
+		# Too big for the XDP frame: this is the TC path.
+		expect "deliver_tc delta" -gt 0 "$(sd deliver_tc)"
+	fi
+}
+
+t_udp_2000() { udp_kernel "$XF_R4" 2000 20; }
+t_udp_4416() { udp_kernel "$XF_R4" 4416 20; }
+t_udp_9000() { udp_kernel "$XF_R4" 9000 20; }
+t_udp_16000() { udp_kernel "$XF_R4" 16000 20; }
+t_udp_65507() { udp_kernel "$XF_R4" 65507 5; }
+t_udp6_4416() { udp_kernel "$XF_R6" 4416 10; }
+t_udp6_16000() { udp_kernel "$XF_R6" 16000 10; }
+
+t_ping() {
+	local out rx
+
+	snap a
+	out=$(xf_snd ping -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
+	snap b
+	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	expect "ping replies" -eq 5 "${rx:-none}"
+	if xf; then
+		expect "kernel IpReasmReqds delta" -eq 0 "$(kd IpReasmReqds)"
+		expect "reasm_oks delta" -eq 5 "$(sd reasm_oks)"
+	else
+		expect "kernel IpReasmOKs delta" -ge 5 "$(kd IpReasmOKs)"
+	fi
+}
+
+# crafted NAME COUNT EXPECT_OK [fragsend args...]: crafted UDP datagrams of
+# 4416 bytes unless the args say otherwise; EXPECT_OK datagrams must arrive.
+crafted() {
+	local count=$1 want=$2 out size=4416 a
+	local port=$((PORT++)) id=$((ID_BASE += 100))
+
+	shift 2
+	for a in "$@"; do
+		case $a in --size=*) size=${a#--size=} ;; esac
+	done
+	snap a
+	if [ "$want" -gt 0 ]; then
+		xf_recv_start --port "$port" --count "$want" --size "$size" \
+			--timeout-ms 2000 || { bad "receiver"; return 1; }
+	else
+		xf_recv_start --port "$port" --timeout-ms 1000 ||
+			{ bad "receiver"; return 1; }
+	fi
+	if ! out=$(xf_fragsend --dport "$port" --id "$id" \
+			--count "$count" "$@" 2>&1); then
+		bad "fragsend: $out"
+	fi
+	xf_recv_wait || bad "receiver: $XF_RECV_OUT $(xf_recv_detail)"
+	snap b
+}
+
+crafted4() { crafted "$@" --src "$XF_S4" --dst "$XF_R4"; }
+
+t_reverse() {
+	crafted4 5 5 --size=4416 --mtu 1500 --order reverse || return
+	xf && expect_xfrag_reasm 5
+	xf || expect "kernel IpReasmOKs delta" -eq 5 "$(kd IpReasmOKs)"
+}
+
+# The first (1514-byte) fragment arrives last: its frame can grow to the
+# whole 3028-byte datagram, so XDP rebuilds it in place.
+t_inplace() {
+	crafted4 5 5 --size=3000 --mtu 1500 --order reverse || return
+	xf || return
+	expect_xfrag_reasm 5
+	expect "deliver_xdp delta" -eq 5 "$(sd deliver_xdp)"
+}
+
+t_random() {
+	crafted4 5 5 --size=3000 --mtu 1000 --order random --seed 7 || return
+	xf && expect_xfrag_reasm 5
+	xf || expect "kernel IpReasmOKs delta" -eq 5 "$(kd IpReasmOKs)"
+}
+
+t_dup() {
+	crafted4 3 3 --size=4416 --mtu 1500 --dup || return
+	xf || return
+	expect_xfrag_reasm 3
+	# The duplicate of each last fragment comes after completion and
+	# starts a new datagram; the other two duplicates are dropped.
+	expect "frag_dup delta" -ge 6 "$(sd frag_dup)"
+}
+
+t_overlap() {
+	# 2960 bytes: 0..1480, then 8..1488 with other bytes, then the rest.
+	crafted4 1 0 --size=2952 --frags 0+1480,8+1480X,1480+1480 || return
+	expect "kernel IpReasmOKs delta" -eq 0 "$(kd IpReasmOKs)"
+	xf || return
+	expect "frag_overlap delta" -gt 0 "$(sd frag_overlap)"
+	expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
+}
+
+t_interleave() {
+	crafted4 50 50 --size=4416 --mtu 1500 --order random --seed 3 ||
+		return
+	xf && expect_xfrag_reasm 50
+	xf || expect "kernel IpReasmOKs delta" -eq 50 "$(kd IpReasmOKs)"
+}
+
+t_frag6_exthdr() {
+	crafted 5 5 --size=4416 --mtu 1500 --order random --seed 5 \
+		--exthdr hbh,dst,rt --src "$XF_S6" --dst "$XF_R6" || return
+	if xf; then
+		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
+		expect "reasm_oks delta" -eq 5 "$(sd reasm_oks)"
+	else
+		expect "kernel Ip6ReasmOKs delta" -eq 5 "$(kd Ip6ReasmOKs)"
+	fi
+}
+
+t_icmp6() {
+	crafted 1 0 --size=3000 --mtu 1280 --proto icmp \
+		--src "$XF_S6" --dst "$XF_R6" || return
+	# Only the reassembly is checked (the reply goes back un-xfragged).
+	if xf; then
+		expect "reasm_oks delta" -eq 1 "$(sd reasm_oks)"
+	else
+		expect "kernel Ip6ReasmOKs delta" -eq 1 "$(kd Ip6ReasmOKs)"
+	fi
+}
+
+# run NAME FUNC: one test, one line.
+run() {
+	local name="$MODE:$1" fn=$2 why
+
+	REASON=""
+	"$fn"
+	if [ -z "$REASON" ] && xf; then
+		xf_stats "$XF_TMP/inv.stats" || bad "xfrag stats failed"
+		if [ -z "$REASON" ]; then
+			why=$(xf_invariants "$XF_TMP/inv.stats") ||
+				bad "invariant: $why"
+		fi
+	fi
+	if [ -n "$REASON" ]; then
+		if xf && [ -s "$XF_TMP/b.stats" ] && [ -s "$XF_TMP/a.stats" ]; then
+			REASON="$REASON [delta: $(delta_brief)]"
+		fi
+		fail "$name" "$REASON"
+	else
+		pass "$name"
+	fi
+}
+
+# Non-zero counter deltas a -> b on one line.
+delta_brief() {
+	awk 'NR == FNR { a[$1] = $2; next }
+	     $2 - a[$1] != 0 { printf "%s%s=%+d", sep, $1, $2 - a[$1]; sep = " " }' \
+		"$XF_TMP/a.stats" "$XF_TMP/b.stats"
+}
+
+run_mode() {
+	local out
+
+	MODE=$1
+	rm -f "$XF_TMP"/*.stats "$XF_TMP"/*.snmp
+	if xf; then
+		xf_cli detach "$XF_RIF" >/dev/null 2>&1
+		if ! out=$(xf_cli attach "$XF_RIF" --mode "$MODE" 2>&1); then
+			fail "$MODE:attach" "xfrag attach: $out"
+			return
+		fi
+		pass "$MODE:attach"
+	fi
+
+	run udp-2000 t_udp_2000
+	run udp-4416 t_udp_4416
+	run udp-9000 t_udp_9000
+	run udp-16000 t_udp_16000
+	run udp-65507 t_udp_65507
+	run ping t_ping
+	run reverse t_reverse
+	run inplace t_inplace
+	run random t_random
+	run dup t_dup
+	run overlap t_overlap
+	run interleave t_interleave
+	if ! xf || [ "$XFRAG_IPV6" = 1 ]; then
+		run udp6-4416 t_udp6_4416
+		run udp6-16000 t_udp6_16000
+		run frag6-exthdr t_frag6_exthdr
+		run icmp6 t_icmp6
+	fi
+
+	if xf; then
+		if ! out=$(xf_cli detach "$XF_RIF" 2>&1); then
+			fail "$MODE:detach" "xfrag detach: $out"
+		else
+			pass "$MODE:detach"
+		fi
+	fi
+}
+
+main() {
+	local m b out err
+
+	if [ "$(id -u)" -ne 0 ]; then
+		fail setup "not root"
+	elif ! command -v nsenter >/dev/null; then
+		fail setup "nsenter missing"
+	else
+		for b in udpcheck fragsend; do
+			[ -x "$XF_BUILD/$b" ] || fail setup "$XF_BUILD/$b missing"
+		done
+		if [ "$XFRAG_NONE" != 1 ] && ! [ -x "$XF_BUILD/xfrag" ]; then
+			fail setup "$XF_BUILD/xfrag missing (XFRAG_NONE=1 tests without it)"
+		fi
+	fi
+	if [ "$NFAIL" = 0 ]; then
+		err=$(mktemp)
+		if ! xf_setup >"$err" 2>&1; then
+			fail setup "namespaces: $(tr '\n' ' ' <"$err")"
+		elif ! xf_snd ping -q -c 1 -W 2 "$XF_R4" >/dev/null 2>&1; then
+			fail setup "no connectivity $XF_S4 -> $XF_R4"
+		else
+			for m in $MODES; do
+				run_mode "$m"
+			done
+		fi
+	fi
+	rm -f "$err"
+	echo "ns_test: $NPASS passed, $NFAIL failed"
+	[ "$NFAIL" = 0 ]
+}
+
+main
