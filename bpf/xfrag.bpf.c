@@ -362,8 +362,10 @@ int xfrag_tc(struct __sk_buff *skb)
 	if ((void *)(mp + 1) <= data && mp->magic == XFRAG_META_MAGIC) {
 		struct xfrag_key key;
 
+		/* Read only: a direct write would make the verifier unclone
+		 * every skb this program sees.  The cookie makes a hand-off
+		 * collectable once. */
 		m = *mp;
-		mp->magic = 0;	/* one collection per hand-off */
 		w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
 		if (!w || w->state != XFRAG_WAY_HANDOFF ||
 		    w->cookie != m.cookie) {
