@@ -155,6 +155,13 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		}
 	} else {
 		hl = p->offset == 0 ? p->hlen : 20;
+		if (hl + p->offset + p->len > 65535) {
+			/* Ping of death (RFC 791: 65535 at most), even as the
+			 * first fragment seen: never handed on. */
+			st->frag_too_long++;
+			st->reasm_fails++;
+			return XDP_DROP;
+		}
 		if (xfrag_too_big(p, hl, 0, limit)) {
 			/* Known before anything was consumed: the kernel gets
 			 * the datagram untouched. */
