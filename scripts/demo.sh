@@ -50,6 +50,15 @@ done
 echo "== ping -s 3000 (ICMP echo in 3 fragments)"
 ip netns exec $S ping -c 5 -i 0.2 -s 3000 10.77.0.2 | grep -E 'transmitted'
 
+echo "== 10 x 3000 B UDP, crafted, first fragment last: its frame grows, rebuilt in XDP"
+ip netns exec $R build/udpcheck recv --port 9001 --count 10 --size 3000 --timeout-ms 2000 &
+rcv=$!
+sleep 0.3
+ip netns exec $S build/fragsend -i xfd0 --smac "$(ip -n $S -br link show xfd0 | awk '{print $3}')" \
+	--dmac "$(ip -n $R -br link show xfd1 | awk '{print $3}')" --src 10.77.0.1 --dst 10.77.0.2 \
+	--dport 9001 --id 500 --size 3000 --count 10 --mtu 1500 --order reverse >/dev/null
+wait $rcv || echo "   (some crafted datagrams did not arrive)"
+
 after=$(kreasm)
 echo "== receiver kernel IpReasmReqds moved by $((after - before)) (only the 65507-byte pass-through fragments)"
 echo "== xfrag stats xfd1"
