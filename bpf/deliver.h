@@ -59,9 +59,18 @@ __noinline int xfrag_store(struct xdp_md *ctx, __u32 way, __u32 poff,
 	return left ? -1 : 0;
 }
 
-/* Make w->hdr the header of the unfragmented datagram (RFC 791 3.2). */
-static __always_inline void xfrag_fix_ip4(struct xfrag_way *w)
+/* Make w->hdr the header of the unfragmented datagram. */
+static __always_inline void xfrag_fix_hdr(struct xfrag_way *w)
 {
+	if (w->key.family == XFRAG_AF_INET6) {
+		/* RFC 8200 4.5: payload length covers the unfragmentable
+		 * extension headers and the reassembled fragmentable part. */
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)w->hdr;
+
+		ip6->payload_len = bpf_htons(w->hdr_len - 40 + w->end);
+		return;
+	}
+	/* RFC 791 3.2: one datagram, no fragment fields, new checksum. */
 	struct iphdr *iph = (struct iphdr *)w->hdr;
 	__u32 ihl = iph->ihl;
 
@@ -124,7 +133,9 @@ static __always_inline int xfrag_deliver(struct xdp_md *ctx,
 	st->reasm_oks++;
 	st->frag_reasm += w->nfrags;
 	st->bytes_reasm += w->end;
-	xfrag_fix_ip4(w);
+	if (w->key.family == XFRAG_AF_INET6)
+		st->ip6_oks++;
+	xfrag_fix_hdr(w);
 
 	if (bpf_xdp_adjust_tail(ctx, (int)newlen - (int)cur) == 0) {
 		if (xfrag_write_xdp(ctx, way_idx, p->l3off)) {

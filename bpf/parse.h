@@ -36,13 +36,91 @@ struct xfrag_pkt {
 	__u32 hint;		/* datagram IP length announced early, or 0 */
 	__u8 more;		/* MF set */
 	__u8 df;
+	__u8 nh_pos;		/* IPv6: next-header byte to patch, from l3off */
+	__u8 nexthdr;		/* IPv6: the Fragment header's next header */
 };
 
 enum xfrag_parse {
 	XFRAG_P_NOT_FRAG = 0,	/* not ours: XDP_PASS at once */
 	XFRAG_P_FRAG,		/* a fragment, header valid */
 	XFRAG_P_BAD,		/* a fragment with an invalid header */
+	XFRAG_P_ATOMIC,		/* IPv6 atomic fragment (RFC 6946) */
+	XFRAG_P_BAD_CHAIN,	/* IPv6 first fragment, header chain cut */
+	XFRAG_P_BIG_HDR,	/* IPv6 unfragmentable part beyond XFRAG_HDR_MAX */
 };
+
+#define NEXTHDR_FRAGMENT	44
+#define NEXTHDR_AUTH		51
+#define XFRAG_MAX_EXT		8	/* extension headers walked at most */
+#define XFRAG_MAX_EXT_OFF	512	/* and no further into the frame */
+
+/* Extension headers whose length xfrag knows how to read (RFC 8200 4). */
+static __always_inline int xfrag_ip6_ext(__u8 nh)
+{
+	return nh == 0 || nh == 43 || nh == 60 || nh == NEXTHDR_AUTH ||
+	       nh == 135 || nh == 139 || nh == 140 || nh == 253 || nh == 254;
+}
+
+/*
+ * Walk an IPv6 header chain from the next-header value nh at offset off.
+ * Stops at the Fragment header (when stop_at_frag), at the first header
+ * that is not a known extension, or after XFRAG_MAX_EXT headers.  Returns
+ * the offset reached and sets *nh_out (the header found there) and *pos
+ * (offset of the next-header byte naming it); 0 when the chain leaves the
+ * frame.
+ */
+static __always_inline __u32 xfrag_ip6_walk(void *data, void *data_end,
+					    __u32 off, __u8 nh, __u32 pos,
+					    int stop_at_frag, __u8 *nh_out,
+					    __u32 *pos_out)
+{
+	for (int i = 0; i < XFRAG_MAX_EXT; i++) {
+		__u8 *h;
+
+		if ((stop_at_frag && nh == NEXTHDR_FRAGMENT) ||
+		    !xfrag_ip6_ext(nh))
+			break;
+		if (off > XFRAG_MAX_EXT_OFF)
+			return 0;
+		h = data + off;
+		if ((void *)(h + 2) > data_end)
+			return 0;
+		pos = off;
+		off += nh == NEXTHDR_AUTH ? ((__u32)h[1] + 2) * 4 :
+					    ((__u32)h[1] + 1) * 8;
+		nh = h[0];
+	}
+	*nh_out = nh;
+	*pos_out = pos;
+	return off;
+}
+
+/* Offset of the Fragment header of the IPv6 packet at l3off, or 0. */
+static __always_inline __u32 xfrag_ip6_frag_hdr(void *data, void *data_end,
+						__u32 l3off, __u32 *pos)
+{
+	struct ipv6hdr *ip6 = data + l3off;
+	__u32 off;
+	__u8 nh;
+
+	if ((void *)(ip6 + 1) > data_end)
+		return 0;
+	off = xfrag_ip6_walk(data, data_end, l3off + sizeof(*ip6),
+			     ip6->nexthdr, l3off + 6, 1, &nh, pos);
+	return off && nh == NEXTHDR_FRAGMENT ? off : 0;
+}
+
+static __always_inline void xfrag_ip6_key(const struct ipv6hdr *ip6,
+					  const struct frag_hdr *fh, __u16 vlan,
+					  struct xfrag_key *key)
+{
+	__builtin_memcpy(key->saddr, &ip6->saddr, 16);
+	__builtin_memcpy(key->daddr, &ip6->daddr, 16);
+	key->id = fh->identification;
+	key->proto = 0;		/* RFC 8200: next header is not in the key */
+	key->family = XFRAG_AF_INET6;
+	key->vlan = vlan;
+}
 
 static __always_inline __u16 xfrag_csum_fold(__u64 sum)
 {
@@ -187,6 +265,77 @@ static __always_inline int xfrag_parse_ip4(struct xdp_md *ctx, void *data,
 
 		if ((void *)(uh + 1) <= data_end)
 			p->hint = p->hlen + bpf_ntohs(uh->len);
+	}
+	return XFRAG_P_FRAG;
+}
+
+/*
+ * IPv6: find the Fragment header past any extension headers (RFC 8200 4.5).
+ * The unfragmentable part (IPv6 header and the extension headers before
+ * the Fragment header) is p->hlen bytes; every fragment carries it.
+ */
+__noinline int xfrag_parse_ip6(struct xdp_md *ctx, __u32 l3off, __u16 vlan,
+			       struct xfrag_pkt *p)
+{
+	/* Global: the chain walks are verified once, not per caller path. */
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6;
+	struct frag_hdr *fh;
+	__u32 fo, pos = 0, plen, end, up, upos;
+	__u16 fbits;
+	__u8 nh;
+
+	if (!p || l3off > 64)
+		return XFRAG_P_NOT_FRAG;
+	ip6 = data + l3off;
+	fo = xfrag_ip6_frag_hdr(data, data_end, l3off, &pos);
+	if (!fo || fo > XFRAG_MAX_EXT_OFF + 64)
+		return XFRAG_P_NOT_FRAG;
+	fh = data + fo;
+	if ((void *)(fh + 1) > data_end)
+		return XFRAG_P_NOT_FRAG;
+
+	__builtin_memset(p, 0, sizeof(*p));
+	xfrag_ip6_key(ip6, fh, vlan, &p->key);
+	p->l3off = l3off;
+	if (ip6->version != 6)
+		return XFRAG_P_BAD;
+	plen = bpf_ntohs(ip6->payload_len);
+	end = l3off + sizeof(*ip6) + plen;
+	if (fo + sizeof(*fh) > end || end > bpf_xdp_get_buff_len(ctx))
+		return XFRAG_P_BAD;	/* includes jumbograms (plen 0) */
+	fbits = bpf_ntohs(fh->frag_off);
+	p->hlen = fo - l3off;
+	p->poff = fo + sizeof(*fh);
+	p->len = end - p->poff;
+	p->offset = fbits & 0xfff8;
+	p->more = fbits & 1;
+	p->nh_pos = pos - l3off;
+	p->nexthdr = fh->nexthdr;
+	/* RFC 6946: an atomic fragment is a whole packet; never queued. */
+	if (!p->offset && !p->more)
+		return XFRAG_P_ATOMIC;
+	if (p->hlen > XFRAG_HDR_MAX)
+		return XFRAG_P_BIG_HDR;
+	if (p->offset)
+		return XFRAG_P_FRAG;
+	/*
+	 * RFC 8200 4.5 / RFC 7112: the first fragment must hold the whole
+	 * header chain through the upper-layer header (as much of it as
+	 * ipv6frag_thdr_truncated() asks: TCP 20, UDP 8, ICMPv6 8 bytes).
+	 */
+	up = xfrag_ip6_walk(data, data_end, p->poff, fh->nexthdr, 0, 0, &nh,
+			    &upos);
+	if (!up || up > end)
+		return XFRAG_P_BAD_CHAIN;
+	if (up + (nh == 6 ? 20 : nh == 17 || nh == 58 ? 8 : 1) > end)
+		return XFRAG_P_BAD_CHAIN;
+	if (nh == IPPROTO_UDP_ && up <= XFRAG_MAX_EXT_OFF + 64) {
+		struct udphdr *uh = data + up;
+
+		if ((void *)(uh + 1) <= data_end)
+			p->hint = p->hlen + (up - p->poff) + bpf_ntohs(uh->len);
 	}
 	return XFRAG_P_FRAG;
 }

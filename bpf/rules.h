@@ -74,6 +74,7 @@ enum xfrag_rule {
 	XFRAG_R_DUP,
 	XFRAG_R_OVERLAP,
 	XFRAG_R_TOO_MANY,
+	XFRAG_R_BAD_LEN,
 };
 
 /*
@@ -87,9 +88,15 @@ static __always_inline int xfrag_check(struct xfrag_way *w,
 	__u32 end = p->offset + p->len;
 	int fit;
 
-	/* Ping of death: the datagram may not exceed 65535 bytes (RFC 791). */
-	if (hl + end > 65535)
+	int v6 = p->key.family == XFRAG_AF_INET6;
+
+	/* Ping of death: the datagram may not exceed 65535 bytes (RFC 791;
+	 * RFC 8200: the payload length, without the 40-byte IPv6 header). */
+	if (hl - (v6 ? 40 : 0) + end > 65535)
 		return XFRAG_R_TOO_LONG;
+	/* RFC 8200 4.5: a non-last fragment must be a multiple of 8 long. */
+	if (v6 && p->more && (p->len & 7))
+		return XFRAG_R_BAD_LEN;
 	if (!p->more) {
 		/* A last fragment ending before data already held, or a second
 		 * last fragment with another end: corrupt (ip_frag_queue). */
@@ -131,6 +138,9 @@ static __always_inline int xfrag_reject(struct xfrag_way *w, int rule,
 		break;
 	case XFRAG_R_ZERO_LEN:
 		st->frag_zero_len++;
+		break;
+	case XFRAG_R_BAD_LEN:
+		st->frag_bad_len++;
 		break;
 	case XFRAG_R_OVERLAP:
 		st->frag_overlap++;

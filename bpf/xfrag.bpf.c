@@ -104,7 +104,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	__u32 zero = 0, base, idx, hl, max_frags, limit;
 	__u64 now, timeout;
 	struct xfrag_scan_ctx sc = {};
-	int match, freew, rule, tc;
+	int match, freew, rule, tc, v6;
 
 	st = xfrag_st();
 	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
@@ -113,9 +113,29 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		return XDP_PASS;	/* cannot happen: arrays of one */
 	cfg = *cp;
 	st->reasm_reqds++;
-	if (parsed == XFRAG_P_BAD) {
+	v6 = p->key.family == XFRAG_AF_INET6;
+	if (v6)
+		st->ip6_reqds++;
+	switch (parsed) {
+	case XFRAG_P_BAD:
 		st->frag_bad_header++;
 		return XDP_DROP;
+	case XFRAG_P_ATOMIC:
+		/* RFC 6946: handed on at once, Fragment header and all; the
+		 * kernel processes atomic fragments without queueing. */
+		st->frag_atomic++;
+		return XDP_PASS;
+	case XFRAG_P_BAD_CHAIN:
+		/* RFC 8200 4.5, RFC 7112: dropped, like the kernel does. */
+		st->frag_bad_chain++;
+		return XDP_DROP;
+	case XFRAG_P_BIG_HDR:
+		/* More unfragmentable headers than xfrag stores: the kernel
+		 * gets this datagram's fragments untouched. */
+		st->frag_passed++;
+		return XDP_PASS;
+	default:
+		break;
 	}
 
 	timeout = (__u64)(cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) * 1000000ULL;
@@ -123,9 +143,10 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	tc = !!(cfg.flags & XFRAG_CFG_TC);
 	limit = tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
 
-	/* Non-last fragments are cut to a multiple of 8, as ip_frag_queue()
-	 * does (RFC 791: offsets count 8-byte units). */
-	if (p->more)
+	/* IPv4 non-last fragments are cut to a multiple of 8, as
+	 * ip_frag_queue() does (RFC 791: offsets count 8-byte units); IPv6
+	 * ones are discarded instead (RFC 8200 4.5, xfrag_check()). */
+	if (p->more && !v6)
 		p->len &= ~7U;
 
 	now = bpf_ktime_get_coarse_ns();
@@ -154,8 +175,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			return XDP_PASS;
 		}
 	} else {
-		hl = p->offset == 0 ? p->hlen : 20;
-		if (hl + p->offset + p->len > 65535) {
+		hl = (p->offset == 0 || v6) ? p->hlen : 20;
+		if (hl - (v6 ? 40 : 0) + p->offset + p->len > 65535) {
 			/* Ping of death (RFC 791: 65535 at most), even as the
 			 * first fragment seen: never handed on. */
 			st->frag_too_long++;
@@ -205,7 +226,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	}
 
 	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len :
-	     (p->offset == 0 ? p->hlen : 20);
+	     ((p->offset == 0 || v6) ? p->hlen : 20);
 	rule = xfrag_check(w, p, hl, max_frags);
 	if (rule != XFRAG_R_OK)
 		return xfrag_reject(w, rule, pc, st);
@@ -225,13 +246,17 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	if (p->offset == 0) {
 		__u32 h = p->hlen;
 
-		if (h < 20 || h > 60 ||
+		if (h < 20 || h > XFRAG_HDR_MAX ||
 		    bpf_xdp_load_bytes(ctx, p->l3off, w->hdr, h)) {
 			/* cannot happen: the header was parsed already */
 			st->frag_bad_header++;
 			xfrag_way_discard(w, pc, st);
 			return XDP_DROP;
 		}
+		/* RFC 8200 4.5: the header before the Fragment header now
+		 * names what followed the Fragment header. */
+		if (v6 && p->nh_pos < h)
+			w->hdr[p->nh_pos & (XFRAG_HDR_MAX - 1)] = p->nexthdr;
 		w->hdr_len = h;
 		w->flags |= XFRAG_F_FIRST_SEEN | (p->df ? XFRAG_F_DF : 0);
 	}
@@ -264,9 +289,16 @@ int xfrag_xdp(struct xdp_md *ctx)
 	__u16 vlan = 0;
 	int r;
 
-	if (xfrag_parse_l2(data, data_end, &l3off, &vlan) != ETH_P_IP)
+	switch (xfrag_parse_l2(data, data_end, &l3off, &vlan)) {
+	case ETH_P_IP:
+		r = xfrag_parse_ip4(ctx, data, data_end, l3off, vlan, &p);
+		break;
+	case ETH_P_IPV6:
+		r = xfrag_parse_ip6(ctx, l3off, vlan, &p);
+		break;
+	default:
 		return XDP_PASS;
-	r = xfrag_parse_ip4(ctx, data, data_end, l3off, vlan, &p);
+	}
 	if (r == XFRAG_P_NOT_FRAG)
 		return XDP_PASS;
 	return xfrag_fragment(ctx, &p, r);
@@ -302,29 +334,53 @@ static long xfrag_find_one(__u32 i, void *data)
  * then offset 0; a candidate must be an IPv4 fragment that fits the skb.
  * Fills key and *l3off; returns 0 when found.
  */
-static __always_inline int xfrag_tc_l3(struct __sk_buff *skb, void *data,
-				       void *data_end, int cand,
-				       __u32 *l3off, struct xfrag_key *key)
+static __noinline int xfrag_tc_l3(struct __sk_buff *skb, int cand,
+				  __u32 *l3off, struct xfrag_key *key)
 {
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ipv6hdr *ip6;
+	struct frag_hdr *fh;
 	struct iphdr *iph;
-	__u16 vlan = 0;
-	__u32 off = 0;
+	__u16 vlan = 0, proto = 0;
+	__u32 off = 0, fo, pos;
 
-	if (cand == 0 &&
-	    xfrag_parse_l2(data, data_end, &off, &vlan) != ETH_P_IP)
-		return -1;
+	if (cand == 0) {
+		proto = xfrag_parse_l2(data, data_end, &off, &vlan);
+	} else if (data + 1 <= data_end) {
+		__u8 v = *(__u8 *)data >> 4;
+
+		proto = v == 4 ? ETH_P_IP : v == 6 ? ETH_P_IPV6 : 0;
+	}
 	if (off > 64)
-		return -1;
-	iph = data + off;
-	if ((void *)(iph + 1) > data_end || iph->version != 4 || iph->ihl < 5 ||
-	    !(iph->frag_off & bpf_htons(IP4_MF | IP4_OFFMASK)) ||
-	    off + bpf_ntohs(iph->tot_len) > skb->len)
 		return -1;
 	if (!vlan && skb->vlan_present)
 		vlan = skb->vlan_tci & 0x0fff;
 	__builtin_memset(key, 0, sizeof(*key));
-	xfrag_ip4_key(iph, vlan, key);
 	*l3off = off;
+	if (proto == ETH_P_IP) {
+		iph = data + off;
+		if ((void *)(iph + 1) > data_end || iph->version != 4 ||
+		    iph->ihl < 5 ||
+		    !(iph->frag_off & bpf_htons(IP4_MF | IP4_OFFMASK)) ||
+		    off + bpf_ntohs(iph->tot_len) > skb->len)
+			return -1;
+		xfrag_ip4_key(iph, vlan, key);
+		return 0;
+	}
+	if (proto != ETH_P_IPV6)
+		return -1;
+	ip6 = data + off;
+	if ((void *)(ip6 + 1) > data_end || ip6->version != 6 ||
+	    off + 40 + bpf_ntohs(ip6->payload_len) > skb->len)
+		return -1;
+	fo = xfrag_ip6_frag_hdr(data, data_end, off, &pos);
+	if (!fo || fo > XFRAG_MAX_EXT_OFF + 64)
+		return -1;
+	fh = data + fo;
+	if ((void *)(fh + 1) > data_end)
+		return -1;
+	xfrag_ip6_key(ip6, fh, vlan, key);
 	return 0;
 }
 
@@ -345,7 +401,7 @@ static __always_inline long xfrag_tc_find(struct __sk_buff *skb, void *data,
 		return -1;
 	for (int cand = 0; cand < 2; cand++) {
 		fc.found = -1;
-		if (xfrag_tc_l3(skb, data, data_end, cand, l3off, &fc.key))
+		if (xfrag_tc_l3(skb, cand, l3off, &fc.key))
 			continue;
 		fc.base = xfrag_bucket_base(pc, &fc.key);
 		bpf_loop(xfrag_ways, xfrag_find_one, &fc, 0);
@@ -380,8 +436,8 @@ int xfrag_tc(struct __sk_buff *skb)
 			 * lone fragment would only start a kernel queue. */
 			return TC_ACT_SHOT;
 		}
-		if (xfrag_tc_l3(skb, data, data_end, 0, &l3off, &key) &&
-		    xfrag_tc_l3(skb, data, data_end, 1, &l3off, &key))
+		if (xfrag_tc_l3(skb, 0, &l3off, &key) &&
+		    xfrag_tc_l3(skb, 1, &l3off, &key))
 			return TC_ACT_OK;	/* cannot happen */
 	} else {
 		long idx = xfrag_tc_find(skb, data, data_end, &l3off);

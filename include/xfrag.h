@@ -208,6 +208,11 @@ struct xfrag_pcpu {
 	X(frag_bad_end, C, "fragments: inconsistent end of datagram")	\
 	X(frag_too_many, C, "fragments: too many in one datagram")	\
 	X(frag_discarded, C, "fragments: held by a datagram discarded later") \
+	X(frag_atomic, C, "fragments: IPv6 atomic, passed on (RFC 6946)") \
+	X(frag_bad_len, C, "fragments: IPv6 non-last, length not 8k (RFC 8200)") \
+	X(frag_bad_chain, C, "fragments: IPv6 first without whole header chain (RFC 7112)") \
+	X(ip6_reqds, C, "IPv6 fragments received (in reasm_reqds)")	\
+	X(ip6_oks, C, "IPv6 datagrams reassembled (in reasm_oks)")	\
 	X(frags_in_flight, G, "fragments held now")			\
 	X(dgrams_in_flight, G, "incomplete datagrams held now")	\
 	X(handoff_pending, G, "complete datagrams waiting for TC now")	\

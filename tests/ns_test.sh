@@ -10,7 +10,7 @@
 # Environment:
 #   XFRAG_NONE=1       no xfrag: the kernel alone must pass the byte checks
 #   XFRAG_MODES="..."  modes to run (default "native skb")
-#   XFRAG_IPV6=1       also run the IPv6 tests with xfrag attached
+#   XFRAG_IPV6=0       skip the IPv6 tests with xfrag attached
 #   XFRAG_VERBOSE=1    show command output on failures
 
 XF_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +18,7 @@ XF_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$XF_DIR/lib.sh"
 
 XFRAG_NONE=${XFRAG_NONE:-0}
-XFRAG_IPV6=${XFRAG_IPV6:-0}
+XFRAG_IPV6=${XFRAG_IPV6:-1}
 if [ "$XFRAG_NONE" = 1 ]; then
 	MODES=none
 else
@@ -124,9 +124,17 @@ udp_kernel() {
 		fi
 		return
 	fi
+	if [ "$v6" = 1 ] && [ "$size" -gt 65000 ]; then
+		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
+		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
+		expect "kernel Ip6ReasmOKs delta" -eq "$count" "$(kd Ip6ReasmOKs)"
+		expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
+		return
+	fi
 	if [ "$v6" = 1 ]; then
 		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
 		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
+		expect "ip6_oks delta" -eq "$count" "$(sd ip6_oks)"
 		return
 	fi
 	if [ "$size" -gt 65000 ]; then
@@ -149,8 +157,27 @@ t_udp_4416() { udp_kernel "$XF_R4" 4416 20; }
 t_udp_9000() { udp_kernel "$XF_R4" 9000 20; }
 t_udp_16000() { udp_kernel "$XF_R4" 16000 20; }
 t_udp_65507() { udp_kernel "$XF_R4" 65507 5; }
+t_udp6_2000() { udp_kernel "$XF_R6" 2000 10; }
 t_udp6_4416() { udp_kernel "$XF_R6" 4416 10; }
+t_udp6_9000() { udp_kernel "$XF_R6" 9000 10; }
 t_udp6_16000() { udp_kernel "$XF_R6" 16000 10; }
+t_udp6_65507() { udp_kernel "$XF_R6" 65507 3; }
+
+t_ping6() {
+	local out rx
+
+	snap a
+	out=$(xf_snd ping -6 -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R6" 2>&1)
+	snap b
+	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	expect "ping replies" -eq 5 "${rx:-none}"
+	if xf; then
+		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
+		expect "ip6_oks delta" -eq 5 "$(sd ip6_oks)"
+	else
+		expect "kernel Ip6ReasmOKs delta" -ge 5 "$(kd Ip6ReasmOKs)"
+	fi
+}
 
 t_ping() {
 	local out rx
@@ -321,8 +348,12 @@ run_mode() {
 	run overlap t_overlap
 	run interleave t_interleave
 	if ! xf || [ "$XFRAG_IPV6" = 1 ]; then
+		run udp6-2000 t_udp6_2000
 		run udp6-4416 t_udp6_4416
+		run udp6-9000 t_udp6_9000
 		run udp6-16000 t_udp6_16000
+		run udp6-65507 t_udp6_65507
+		run ping6 t_ping6
 		run frag6-exthdr t_frag6_exthdr
 		run icmp6 t_icmp6
 	fi
