@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* xfrag maps: all state is per CPU except the configuration. */
+/*
+ * xfrag maps: all state is per CPU except the configuration.  Every map is
+ * pinned by name under the loader's pin root: `xfrag attach` and
+ * `xdp-loader load -p /sys/fs/bpf/xfrag/IFACE` give the same layout.
+ */
 #ifndef XFRAG_MAPS_H
 #define XFRAG_MAPS_H
 
@@ -20,6 +24,7 @@ struct {
 	__uint(max_entries, XFRAG_DEF_BUCKETS * XFRAG_DEF_WAYS);
 	__type(key, __u32);
 	__type(value, struct xfrag_way);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_table SEC(".maps");
 
 /* Payload storage: the per-CPU memory budget, in chunks. */
@@ -28,6 +33,7 @@ struct {
 	__uint(max_entries, XFRAG_DEF_MEM / XFRAG_CHUNK);
 	__type(key, __u32);
 	__type(value, struct xfrag_chunk);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_chunks SEC(".maps");
 
 /* Free stack of chunk indices (entries [0, free_top) are valid). */
@@ -36,6 +42,7 @@ struct {
 	__uint(max_entries, XFRAG_DEF_MEM / XFRAG_CHUNK);
 	__type(key, __u32);
 	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_free SEC(".maps");
 
 /* Allocator state and hash secret of each CPU. */
@@ -44,6 +51,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xfrag_pcpu);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_pcpu SEC(".maps");
 
 /* Named counters (bpftool map dump prints them by name). */
@@ -52,6 +60,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xfrag_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_stats SEC(".maps");
 
 /* Run-time tunables; 0 in a field means its built-in default. */
@@ -60,6 +69,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xfrag_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_config SEC(".maps");
 
 #endif /* XFRAG_MAPS_H */

@@ -170,7 +170,17 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	}
 	quiet_libs();
 
-	skel = xfrag_bpf__open();
+	mkdir(XFRAG_PIN_ROOT, 0700);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "xfrag attach: mkdir %s: %s\n", dir, strerror(errno));
+		return XF_EXIT_FAIL;
+	}
+	{
+		/* libbpf pins every map by name in dir when it loads. */
+		DECLARE_LIBBPF_OPTS(bpf_object_open_opts, oopts,
+				    .pin_root_path = dir);
+		skel = xfrag_bpf__open_opts(&oopts);
+	}
 	if (!skel) {
 		fprintf(stderr, "xfrag attach: cannot open BPF object: %s\n",
 			strerror(errno));
@@ -236,34 +246,17 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY);
 	}
 
-	mkdir(XFRAG_PIN_ROOT, 0700);
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "xfrag attach: mkdir %s: %s\n", dir, strerror(errno));
-		goto detach_tc;
-	}
-	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
-		struct bpf_map *m =
-			bpf_object__find_map_by_name(skel->obj, pinned_maps[i]);
-
-		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
-		if (!m || bpf_map__pin(m, path)) {
-			fprintf(stderr, "xfrag attach: cannot pin %s\n", path);
-			unpin_all(ifname);
-			goto detach_tc;
-		}
-	}
 	printf("xfrag: attached to %s (XDP %s mode%s), maps pinned in %s\n",
 	       ifname, mode == XDP_MODE_SKB ? "skb" : "native",
 	       tc ? ", TC ingress" : ", no TC", dir);
 	ret = XF_EXIT_OK;
 	goto out;
 
-detach_tc:
-	if (tc)
-		tc_detach(ifindex);
 detach:
 	xdp_program__detach(prog, ifindex, mode, 0);
 out:
+	if (ret != XF_EXIT_OK)
+		unpin_all(ifname);
 	xdp_program__close(prog);
 	xfrag_bpf__destroy(skel);
 	return ret;
