@@ -183,6 +183,13 @@ static int load(struct tctx *t, const struct setup *s)
 					       s->nchunks);
 	}
 	REQUIRE(!err, "set_max_entries: %d", err);
+	{
+		/* Fresh, private maps for every test: no pinning. */
+		struct bpf_map *m;
+
+		bpf_object__for_each_map(m, t->skel->obj)
+			bpf_map__set_pin_path(m, NULL);
+	}
 	err = xfrag_bpf__load(t->skel);
 	if (err) {
 		fprintf(stderr, "%s", lib_log);
