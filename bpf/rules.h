@@ -78,6 +78,25 @@ enum xfrag_rule {
 };
 
 /*
+ * L3 header length the rebuilt datagram will have, before its first
+ * fragment is seen: IPv6 fragments all carry the unfragmentable part; an
+ * IPv4 non-first fragment may lack options, so assume the minimum.
+ */
+static __always_inline __u32 xfrag_hl_guess(const struct xfrag_pkt *p)
+{
+	return (p->offset == 0 || p->key.family == XFRAG_AF_INET6) ? p->hlen
+								    : 20;
+}
+
+/* Ping of death: the datagram may not exceed 65535 bytes (RFC 791; RFC
+ * 8200: the payload length, without the 40-byte IPv6 header). */
+static __always_inline int xfrag_too_long(const struct xfrag_pkt *p, __u32 hl,
+					  __u32 end)
+{
+	return hl - (p->key.family == XFRAG_AF_INET6 ? 40 : 0) + end > 65535;
+}
+
+/*
  * Check fragment p against the datagram held in w (nothing is changed).
  * `hl` is the L3 header length the rebuilt datagram will have.
  */
@@ -88,14 +107,10 @@ static __always_inline int xfrag_check(struct xfrag_way *w,
 	__u32 end = p->offset + p->len;
 	int fit;
 
-	int v6 = p->key.family == XFRAG_AF_INET6;
-
-	/* Ping of death: the datagram may not exceed 65535 bytes (RFC 791;
-	 * RFC 8200: the payload length, without the 40-byte IPv6 header). */
-	if (hl - (v6 ? 40 : 0) + end > 65535)
+	if (xfrag_too_long(p, hl, end))
 		return XFRAG_R_TOO_LONG;
 	/* RFC 8200 4.5: a non-last fragment must be a multiple of 8 long. */
-	if (v6 && p->more && (p->len & 7))
+	if (p->key.family == XFRAG_AF_INET6 && p->more && (p->len & 7))
 		return XFRAG_R_BAD_LEN;
 	if (!p->more) {
 		/* A last fragment ending before data already held, or a second

@@ -175,8 +175,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			return XDP_PASS;
 		}
 	} else {
-		hl = (p->offset == 0 || v6) ? p->hlen : 20;
-		if (hl - (v6 ? 40 : 0) + p->offset + p->len > 65535) {
+		hl = xfrag_hl_guess(p);
+		if (xfrag_too_long(p, hl, p->offset + p->len)) {
 			/* Ping of death (RFC 791: 65535 at most), even as the
 			 * first fragment seen: never handed on. */
 			st->frag_too_long++;
@@ -225,8 +225,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		st->dgrams_in_flight++;
 	}
 
-	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len :
-	     ((p->offset == 0 || v6) ? p->hlen : 20);
+	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len : xfrag_hl_guess(p);
 	rule = xfrag_check(w, p, hl, max_frags);
 	if (rule != XFRAG_R_OK)
 		return xfrag_reject(w, rule, pc, st);
@@ -328,11 +327,11 @@ static long xfrag_find_one(__u32 i, void *data)
 }
 
 /*
- * Where is the IPv4 header of this skb?  At TC ingress data normally starts
+ * Where is the IP header of this skb?  At TC ingress data normally starts
  * at the MAC header, but after generic (skb-mode) XDP on 6.18 it starts at
- * the network header (mac_len is 0 there).  Try the Ethernet view first,
- * then offset 0; a candidate must be an IPv4 fragment that fits the skb.
- * Fills key and *l3off; returns 0 when found.
+ * the network header (mac_len is 0 there).  Candidate 0 is the Ethernet
+ * view, candidate 1 offset 0; a candidate must be an IPv4 or IPv6 fragment
+ * that fits the skb.  Fills key and *l3off; returns 0 when found.
  */
 static __noinline int xfrag_tc_l3(struct __sk_buff *skb, int cand,
 				  __u32 *l3off, struct xfrag_key *key)
@@ -389,8 +388,7 @@ static __noinline int xfrag_tc_l3(struct __sk_buff *skb, int cand,
  * completing fragment itself names its datagram: look for a hand-off with
  * its key in this CPU's bucket.  Returns the way index or -1.
  */
-static __always_inline long xfrag_tc_find(struct __sk_buff *skb, void *data,
-					  void *data_end, __u32 *l3off)
+static __always_inline long xfrag_tc_find(struct __sk_buff *skb, __u32 *l3off)
 {
 	struct xfrag_find_ctx fc;
 	struct xfrag_pcpu *pc;
@@ -411,16 +409,36 @@ static __always_inline long xfrag_tc_find(struct __sk_buff *skb, void *data,
 	return -1;
 }
 
+/*
+ * TC is done with a hand-off.  The owning CPU frees it at once; on another
+ * CPU (RPS) the chunks are not ours to touch, so the owner frees it when it
+ * next visits the bucket.
+ */
+static __always_inline void xfrag_tc_done(struct xfrag_way *w, __u32 owner,
+					  struct xfrag_stats *st)
+{
+	struct xfrag_pcpu *pc;
+	__u32 zero = 0;
+
+	if (bpf_get_smp_processor_id() == owner) {
+		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+		if (pc) {
+			xfrag_way_release(w, pc, st);
+			return;
+		}
+	}
+	w->state = XFRAG_WAY_COLLECTED;
+}
+
 SEC("tc")
 int xfrag_tc(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
 	struct xfrag_meta *mp = (void *)(long)skb->data_meta;
 	struct xfrag_meta m;
 	struct xfrag_stats *st;
 	struct xfrag_way *w;
-	__u32 l3off = 0, hl, n, newlen, self;
+	__u32 l3off = 0, hl, n, newlen;
 
 	if ((void *)(mp + 1) <= data && mp->magic == XFRAG_META_MAGIC) {
 		struct xfrag_key key;
@@ -440,7 +458,7 @@ int xfrag_tc(struct __sk_buff *skb)
 		    xfrag_tc_l3(skb, 1, &l3off, &key))
 			return TC_ACT_OK;	/* cannot happen */
 	} else {
-		long idx = xfrag_tc_find(skb, data, data_end, &l3off);
+		long idx = xfrag_tc_find(skb, &l3off);
 
 		if (idx < 0)
 			return TC_ACT_OK;
@@ -482,32 +500,10 @@ int xfrag_tc(struct __sk_buff *skb)
 	 * verify the rebuilt datagram's L4 checksum itself. */
 	bpf_csum_level(skb, BPF_CSUM_LEVEL_RESET);
 	st->deliver_tc++;
-	self = bpf_get_smp_processor_id();
-	if (self == m.cpu) {
-		struct xfrag_pcpu *pc;
-		__u32 zero = 0;
-
-		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
-		if (pc) {
-			xfrag_way_release(w, pc, st);
-			return TC_ACT_OK;
-		}
-	}
-	/* Another CPU owns the chunks (RPS): leave freeing to it. */
-	w->state = XFRAG_WAY_COLLECTED;
+	xfrag_tc_done(w, m.cpu, st);
 	return TC_ACT_OK;
 fail:
 	st->deliver_err++;
-	if (bpf_get_smp_processor_id() == m.cpu) {
-		struct xfrag_pcpu *pc;
-		__u32 zero = 0;
-
-		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
-		if (pc) {
-			xfrag_way_release(w, pc, st);
-			return TC_ACT_SHOT;
-		}
-	}
-	w->state = XFRAG_WAY_COLLECTED;
+	xfrag_tc_done(w, m.cpu, st);
 	return TC_ACT_SHOT;
 }
