@@ -57,6 +57,61 @@ static __always_inline int xfrag_too_big(struct xfrag_pkt *p, __u32 hl,
 	return p->l3off + hl + end > limit;
 }
 
+/* Can this frame grow to `size` bytes?  Leaves it as it was. */
+static __always_inline int xfrag_room(struct xdp_md *ctx, __u32 size)
+{
+	int grow = (int)size - (int)bpf_xdp_get_buff_len(ctx);
+
+	if (grow <= 0)
+		return 1;
+	if (bpf_xdp_adjust_tail(ctx, grow))
+		return 0;
+	bpf_xdp_adjust_tail(ctx, -grow);
+	return 1;
+}
+
+/*
+ * Without the TC half: learn whether small frames on this CPU have the room
+ * of a full page (XFRAG_ROOM_SMALL, XFRAG_ROOM_PROOF).  Cost only until
+ * decided.
+ */
+static __always_inline void xfrag_room_learn(struct xdp_md *ctx,
+					     struct xfrag_pcpu *pc)
+{
+	if (pc->room_bad || pc->room_ok >= XFRAG_ROOM_PROOF ||
+	    bpf_xdp_get_buff_len(ctx) > XFRAG_ROOM_SMALL)
+		return;
+	if (xfrag_room(ctx, XFRAG_XDP_MAX_LEN))
+		pc->room_ok++;
+	else
+		pc->room_bad = 1;
+}
+
+/*
+ * Without the TC half a datagram can only be rebuilt in the XDP frame, so
+ * XDP takes it only when it is sure to deliver it: frames on this CPU are
+ * known to have room whatever their size, the datagram's size is known from
+ * the fragment in hand (the UDP length of a first fragment, the end of a
+ * last one), and this frame can grow to it.  Anything else is never
+ * consumed: the kernel gets all of it.
+ */
+static __always_inline int xfrag_xdp_can_hold(struct xdp_md *ctx,
+					      struct xfrag_pcpu *pc,
+					      struct xfrag_pkt *p, __u32 hl)
+{
+	__u32 size;
+
+	if (pc->room_bad || pc->room_ok < XFRAG_ROOM_PROOF)
+		return 0;
+	if (p->hint)
+		size = p->l3off + p->hint;
+	else if (!p->more)
+		size = p->l3off + hl + p->offset + p->len;
+	else
+		return 0;
+	return size <= XFRAG_XDP_MAX_LEN && xfrag_room(ctx, size);
+}
+
 struct xfrag_scan_ctx {
 	struct xfrag_key key;
 	__u64 now, timeout;
@@ -138,10 +193,14 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		break;
 	}
 
+	now = bpf_ktime_get_coarse_ns();
 	timeout = (__u64)(cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) * 1000000ULL;
 	max_frags = cfg.max_frags ?: XFRAG_DEF_MAX_FRAGS;
-	tc = !!(cfg.flags & XFRAG_CFG_TC);
+	tc = (cfg.flags & XFRAG_CFG_TC) ||
+	     now - pc->tc_seen_ns < XFRAG_TC_ALIVE_NS;
 	limit = tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
+	if (!tc)
+		xfrag_room_learn(ctx, pc);
 
 	/* IPv4 non-last fragments are cut to a multiple of 8, as
 	 * ip_frag_queue() does (RFC 791: offsets count 8-byte units); IPv6
@@ -149,7 +208,6 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	if (p->more && !v6)
 		p->len &= ~7U;
 
-	now = bpf_ktime_get_coarse_ns();
 	base = xfrag_bucket_base(pc, &p->key);
 	sc.key = p->key;
 	sc.base = base;
@@ -183,10 +241,13 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			st->reasm_fails++;
 			return XDP_DROP;
 		}
-		if (xfrag_too_big(p, hl, 0, limit)) {
+		if (xfrag_too_big(p, hl, 0, limit) ||
+		    (!tc && !xfrag_xdp_can_hold(ctx, pc, p, hl))) {
 			/* Known before anything was consumed: the kernel gets
 			 * the datagram untouched. */
 			st->pass_dgrams++;
+			if (!tc)
+				st->pass_no_tc++;
 			st->frag_passed++;
 			if (freew >= 0) {
 				idx = base + freew;
@@ -430,6 +491,21 @@ static __always_inline void xfrag_tc_done(struct xfrag_way *w, __u32 owner,
 	w->state = XFRAG_WAY_COLLECTED;
 }
 
+/* Tell XDP on this CPU that the TC half is there (XFRAG_TC_ALIVE_NS). */
+static __always_inline void xfrag_tc_alive(void)
+{
+	struct xfrag_pcpu *pc;
+	__u32 zero = 0;
+	__u64 now;
+
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	if (!pc)
+		return;
+	now = bpf_ktime_get_coarse_ns();
+	if (now - pc->tc_seen_ns > XFRAG_TC_ALIVE_NS / 4)
+		pc->tc_seen_ns = now;
+}
+
 SEC("tc")
 int xfrag_tc(struct __sk_buff *skb)
 {
@@ -440,6 +516,7 @@ int xfrag_tc(struct __sk_buff *skb)
 	struct xfrag_way *w;
 	__u32 l3off = 0, hl, n, newlen;
 
+	xfrag_tc_alive();
 	if ((void *)(mp + 1) <= data && mp->magic == XFRAG_META_MAGIC) {
 		struct xfrag_key key;
 

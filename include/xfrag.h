@@ -56,6 +56,17 @@
  */
 #define XFRAG_XDP_MAX_LEN	3520
 
+/*
+ * ...but only where every frame has that room.  Drivers with one buffer
+ * size per receive queue give it to small frames too; veth, virtio-net and
+ * generic XDP size a frame to its packet.  Without the TC half, XDP learns
+ * which kind it runs on from fragment frames of at most XFRAG_ROOM_SMALL
+ * bytes: XFRAG_ROOM_PROOF of them able to grow, and none unable, before it
+ * takes any datagram.
+ */
+#define XFRAG_ROOM_SMALL	1024
+#define XFRAG_ROOM_PROOF	8
+
 /* Largest L3 header stored from a datagram's first fragment. */
 #define XFRAG_HDR_MAX		128
 
@@ -101,6 +112,14 @@ struct xfrag_config {
 
 /* Set by `xfrag attach` once the TC half is attached. */
 #define XFRAG_CFG_TC		(1U << 0)
+
+/*
+ * Without that flag (the object loaded by xdp-loader, the TC half by tc),
+ * XDP counts on the TC half only while it has seen it run on this CPU
+ * within this time; TC runs on every ingress packet, so any traffic keeps
+ * it fresh.
+ */
+#define XFRAG_TC_ALIVE_NS	(10ULL * 1000 * 1000 * 1000)
 
 /* ---- XDP -> TC hand-off ---------------------------------------------------
  *
@@ -170,6 +189,9 @@ struct xfrag_pcpu {
 	__u32 free_top;		/* entries on the free stack */
 	__u32 cookie;		/* last cookie handed out */
 	__u32 pad;
+	__u64 tc_seen_ns;	/* TC half last ran on this CPU */
+	__u32 room_ok;		/* small frames seen that could grow */
+	__u32 room_bad;		/* small frames seen that could not */
 };
 
 /* ---- Counters ---------------------------------------------------------------
@@ -192,7 +214,8 @@ struct xfrag_pcpu {
 	X(deliver_tc, C, "datagrams rebuilt by TC ingress")		\
 	X(deliver_err, C, "datagrams complete but not deliverable (no room, no TC, TC failed)") \
 	X(handoff_lost, C, "datagrams never collected by TC")		\
-	X(pass_dgrams, C, "datagrams passed to the kernel untouched (too big)") \
+	X(pass_dgrams, C, "datagrams passed to the kernel untouched (too big to rebuild)") \
+	X(pass_no_tc, C, "of which: no TC half, size unknown or beyond the frame") \
 	X(bytes_reasm, C, "payload bytes in reassembled datagrams")	\
 	X(frag_reasm, C, "fragments: part of a reassembled datagram")	\
 	X(frag_passed, C, "fragments: passed to the kernel untouched")	\

@@ -36,7 +36,14 @@ xf_in() {
 	nsenter --net=/run/netns/"$ns" "$@"
 }
 
-xf_snd() { ip netns exec "$XF_SND" "$@"; }
+# XF_SND_CPU=N pins the sender (and so, on veth, the receiving CPU) to N.
+xf_snd() {
+	if [ -n "${XF_SND_CPU:-}" ]; then
+		taskset -c "$XF_SND_CPU" ip netns exec "$XF_SND" "$@"
+	else
+		ip netns exec "$XF_SND" "$@"
+	fi
+}
 xf_rcv() { ip netns exec "$XF_RCV" "$@"; }
 
 # The xfrag CLI inside the receiver's network namespace.

@@ -11,6 +11,7 @@
 #   XFRAG_NONE=1       no xfrag: the kernel alone must pass the byte checks
 #   XFRAG_MODES="..."  modes to run (default "native skb")
 #   XFRAG_IPV6=0       skip the IPv6 tests with xfrag attached
+#   XFRAG_LOADER=0     skip the xdp-loader / tc / bpftool tests
 #   XFRAG_VERBOSE=1    show command output on failures
 
 XF_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +20,7 @@ XF_DIR=$(cd "$(dirname "$0")" && pwd)
 
 XFRAG_NONE=${XFRAG_NONE:-0}
 XFRAG_IPV6=${XFRAG_IPV6:-1}
+XFRAG_LOADER=${XFRAG_LOADER:-1}
 if [ "$XFRAG_NONE" = 1 ]; then
 	MODES=none
 else
@@ -98,12 +100,12 @@ expect_xfrag_reasm() {
 
 # ---- Tests ---------------------------------------------------------------------
 
-# UDP through the kernel's own fragmentation.
-udp_kernel() {
-	local dst=$1 size=$2 count=$3 out v6=0
+# udp_xfer DST SIZE COUNT: UDP datagrams fragmented by the sender's
+# kernel, every byte checked by the receiver; snapshots a and b around it.
+udp_xfer() {
+	local dst=$1 size=$2 count=$3 out
 	local port=$((PORT++)) seq0=$((SEQ += 1000))
 
-	case $dst in *:*) v6=1 ;; esac
 	snap a
 	xf_recv_start --port "$port" --count "$count" --size "$size" \
 		--timeout-ms 2000 || { bad "receiver"; return 1; }
@@ -114,6 +116,14 @@ udp_kernel() {
 	fi
 	xf_recv_wait || bad "receiver: $XF_RECV_OUT $(xf_recv_detail)"
 	snap b
+}
+
+# UDP through the kernel's own fragmentation.
+udp_kernel() {
+	local dst=$1 size=$2 count=$3 v6=0
+
+	case $dst in *:*) v6=1 ;; esac
+	udp_xfer "$dst" "$size" "$count" || return
 	if ! xf; then
 		if [ "$v6" = 1 ]; then
 			expect "kernel Ip6ReasmOKs delta" -ge "$count" \
@@ -291,6 +301,212 @@ t_icmp6() {
 	fi
 }
 
+# ---- Standard tools: xdp-loader, tc, bpftool -------------------------------------
+#
+# The object attached without the CLI, as README "Standard tools" shows:
+# xdp-loader pins the maps under XF_PIN; tc finds the same maps through
+# TC_BPF_MNT and a link XF_PIN/tc_root/tc/globals -> XF_PIN.
+
+XF_PIN=/sys/fs/bpf/xfrag/$XF_RIF
+
+ld_attach() {
+	rm -f /run/xdp-loader.lck
+	xf_in "$XF_RCV" xdp-loader load -m "$1" -p "$XF_PIN" "$XF_RIF" \
+		"$XF_BUILD/xfrag.bpf.o"
+}
+
+ld_tc_attach() {
+	mkdir -p "$XF_PIN/tc_root/tc" &&
+	ln -sfn ../.. "$XF_PIN/tc_root/tc/globals" &&
+	xf_in "$XF_RCV" tc qdisc add dev "$XF_RIF" clsact &&
+	TC_BPF_MNT="$XF_PIN/tc_root" xf_in "$XF_RCV" tc filter add dev "$XF_RIF" \
+		ingress bpf direct-action obj "$XF_BUILD/xfrag.bpf.o" sec tc
+}
+
+ld_detach() {
+	xf_in "$XF_RCV" tc qdisc del dev "$XF_RIF" clsact 2>/dev/null
+	rm -f /run/xdp-loader.lck
+	xf_in "$XF_RCV" xdp-loader unload "$XF_RIF" --all
+	rm -rf "$XF_PIN"
+}
+
+# Nothing xfrag took was lost: no datagram complete but undeliverable.
+expect_no_loss() {
+	expect "deliver_err delta" -eq 0 "$(sd deliver_err)"
+	expect "handoff_lost delta" -eq 0 "$(sd handoff_lost)"
+}
+
+# XDP alone takes a datagram only when it is sure to rebuild it in the
+# frame.  veth sizes a frame to its packet, so the small last fragment of a
+# 2000-byte datagram has no room: XDP learns that and takes none of them.
+t_ld_udp_2000() {
+	udp_xfer "$XF_R4" 2000 20 || return
+	expect_no_loss
+	expect "pass_no_tc delta" -eq 20 "$(sd pass_no_tc)"
+	expect "kernel IpReasmOKs delta" -eq 20 "$(kd IpReasmOKs)"
+}
+
+t_ld_udp6_2000() {
+	udp_xfer "$XF_R6" 2000 10 || return
+	expect_no_loss
+	expect "pass_no_tc delta" -eq 10 "$(sd pass_no_tc)"
+	expect "kernel Ip6ReasmOKs delta" -eq 10 "$(kd Ip6ReasmOKs)"
+}
+
+# Too big for the frame, no TC half: never consumed, the kernel rebuilds it.
+t_ld_udp_9000() {
+	udp_xfer "$XF_R4" 9000 10 || return
+	expect_no_loss
+	expect "pass_no_tc delta" -eq 10 "$(sd pass_no_tc)"
+	expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
+	expect "kernel IpReasmOKs delta" -eq 10 "$(kd IpReasmOKs)"
+}
+
+# ICMP says nothing of its size in the first fragment: the kernel's job.
+t_ld_ping() {
+	local out rx
+
+	snap a
+	out=$(xf_snd ping -q -s 1600 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
+	snap b
+	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	expect "ping replies" -eq 5 "${rx:-none}"
+	expect_no_loss
+	expect "pass_no_tc delta" -eq 5 "$(sd pass_no_tc)"
+	expect "kernel IpReasmOKs delta" -eq 5 "$(kd IpReasmOKs)"
+}
+
+# With the TC half attached by tc: everything up to 16064 bytes is xfrag's.
+t_ld_tc_udp_9000() {
+	udp_xfer "$XF_R4" 9000 10 || return
+	expect_no_loss
+	expect_xfrag_reasm 10
+	expect "deliver_tc delta" -eq 10 "$(sd deliver_tc)"
+}
+
+t_ld_tc_udp_16000() {
+	udp_xfer "$XF_R4" 16000 10 || return
+	expect_no_loss
+	expect_xfrag_reasm 10
+}
+
+t_ld_tc_udp6_9000() {
+	udp_xfer "$XF_R6" 9000 10 || return
+	expect_no_loss
+	expect "ip6_oks delta" -eq 10 "$(sd ip6_oks)"
+	expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
+}
+
+t_ld_tc_ping() {
+	local out rx
+
+	snap a
+	out=$(xf_snd ping -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
+	snap b
+	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	expect "ping replies" -eq 5 "${rx:-none}"
+	expect_no_loss
+	expect "reasm_oks delta" -eq 5 "$(sd reasm_oks)"
+	expect "kernel IpReasmReqds delta" -eq 0 "$(kd IpReasmReqds)"
+}
+
+# tc's program uses the maps xdp-loader pinned, not maps of its own.
+t_ld_tc_shares_maps() {
+	local tid ids
+
+	tid=$(bpftool -j map show pinned "$XF_PIN/xfrag_table" |
+		sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+	ids=$(bpftool -j prog show name xfrag_tc |
+		sed -n 's/.*"map_ids":\[\([0-9,]*\)\].*/\1/p')
+	case ",$ids," in
+	*",$tid,"*) ;;
+	*) bad "xfrag_tc maps [$ids] lack the pinned xfrag_table ($tid)" ;;
+	esac
+}
+
+# bpftool prints the counters by name; their sums over CPUs are what
+# `xfrag stats` prints.
+t_ld_bpftool() {
+	local out k b x
+
+	xf_stats "$XF_TMP/x.stats" || { bad "xfrag stats failed"; return; }
+	if ! out=$(bpftool map dump pinned "$XF_PIN/xfrag_stats" 2>&1); then
+		bad "bpftool map dump: $out"
+		return
+	fi
+	for k in reasm_reqds reasm_oks frag_reasm pass_no_tc deliver_xdp; do
+		b=$(printf '%s\n' "$out" | awk -v k="\"$k\":" \
+			'$1 == k { gsub(",", "", $2); s += $2; n++ }
+			 END { if (n) print s }')
+		x=$(xf_stat "$XF_TMP/x.stats" "$k")
+		if [ -z "$b" ] || [ "$b" != "$x" ]; then
+			bad "$k: bpftool sum '${b}', xfrag stats '${x}'"
+		fi
+	done
+	expect "bpftool reasm_oks" -gt 0 "$(xf_stat "$XF_TMP/x.stats" reasm_oks)"
+}
+
+t_ld_status_alone() {
+	local line
+
+	line=$(xf_cli status 2>&1 | awk -v i="$XF_RIF" '$1 == i')
+	# veth's small frames cannot grow: room "no"; no TC half: tc "no".
+	[ "$(echo "$line" | awk '{ print $3, $4, $5 }')" = "loader no no" ] ||
+		bad "status: '$line', want xdp loader, tc no, room no"
+}
+
+t_ld_status_tc() {
+	local line
+
+	line=$(xf_cli status 2>&1 | awk -v i="$XF_RIF" '$1 == i')
+	[ "$(echo "$line" | awk '{ print $3, $4 }')" = "loader seen" ] ||
+		bad "status: '$line', want xdp loader, tc seen"
+}
+
+# Warm the TC half on the sender's CPU (it announces itself per CPU).
+ld_warm() {
+	xf_snd ping -q -c 2 -i 0.2 -W 1 "$XF_R4" >/dev/null 2>&1
+}
+
+run_loader() {
+	local out
+
+	MODE=loader-$1
+	rm -f "$XF_TMP"/*.stats "$XF_TMP"/*.snmp
+	ld_detach >/dev/null 2>&1
+	if ! out=$(ld_attach "$1" 2>&1); then
+		fail "$MODE:xdp-loader" "$out"
+		return
+	fi
+	pass "$MODE:xdp-loader"
+	# The senders run on one CPU: the TC half's presence is per CPU.
+	XF_SND_CPU=0
+	run udp-2000 t_ld_udp_2000
+	run udp6-2000 t_ld_udp6_2000
+	run udp-9000-passed t_ld_udp_9000
+	run ping-passed t_ld_ping
+	run status-alone t_ld_status_alone
+	if ! out=$(ld_tc_attach 2>&1); then
+		fail "$MODE:tc-filter" "$out"
+	else
+		pass "$MODE:tc-filter"
+		ld_warm
+		run tc-shares-maps t_ld_tc_shares_maps
+		run status-tc t_ld_status_tc
+		run tc-udp-9000 t_ld_tc_udp_9000
+		run tc-udp-16000 t_ld_tc_udp_16000
+		run tc-udp6-9000 t_ld_tc_udp6_9000
+		run tc-ping t_ld_tc_ping
+	fi
+	run bpftool t_ld_bpftool
+	XF_SND_CPU=""
+	if ! out=$(ld_detach 2>&1); then
+		fail "$MODE:unload" "$out"
+	else
+		pass "$MODE:unload"
+	fi
+}
+
 # run NAME FUNC: one test, one line.
 run() {
 	local name="$MODE:$1" fn=$2 why
@@ -392,6 +608,11 @@ main() {
 			for m in $MODES; do
 				run_mode "$m"
 			done
+			if [ "$XFRAG_NONE" != 1 ] && [ "$XFRAG_LOADER" = 1 ]; then
+				for m in $MODES; do
+					run_loader "$m"
+				done
+			fi
 		fi
 	fi
 	rm -f "$err"

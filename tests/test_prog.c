@@ -150,17 +150,27 @@ static void sleep_ms(long ms)
 
 /* ---- Skeleton ------------------------------------------------------------ */
 
+/*
+ * Without xdp_only the config says the TC half is attached, as after
+ * `xfrag attach`; with it XDP is alone, and with XDP_ONLY_PROVEN it has
+ * already seen small frames with room (prove_room()).
+ */
+enum { XDP_AND_TC = 0, XDP_ONLY, XDP_ONLY_PROVEN };
+
 struct setup {
 	__u32 buckets, ways, nchunks;		/* 0: defaults */
-	__u32 timeout_ms, max_frags, flags;	/* xfrag_config */
+	__u32 timeout_ms, max_frags;		/* xfrag_config */
+	int xdp_only;
 };
+
+static int prove_room(struct tctx *t);
 
 static int load(struct tctx *t, const struct setup *s)
 {
 	struct xfrag_config cfg = {
 		.timeout_ms = s->timeout_ms,
 		.max_frags = s->max_frags,
-		.flags = s->flags,
+		.flags = s->xdp_only ? 0 : XFRAG_CFG_TC,
 	};
 	__u32 zero = 0;
 	int err;
@@ -200,7 +210,7 @@ static int load(struct tctx *t, const struct setup *s)
 	err = bpf_map_update_elem(bpf_map__fd(t->skel->maps.xfrag_config),
 				  &zero, &cfg, BPF_ANY);
 	REQUIRE(!err, "config update: %s", strerror(errno));
-	return 0;
+	return s->xdp_only == XDP_ONLY_PROVEN ? prove_room(t) : 0;
 }
 
 /* Counters summed over CPUs (cpu < 0) or of one CPU. */
@@ -288,6 +298,7 @@ struct dopt {
 	int nvlan;
 	__u16 tpid[2], vid[2];
 	__u32 seed;		/* payload pattern */
+	__u32 udp_field;	/* UDP length field, if not udp_len (a lie) */
 };
 
 struct dgram {
@@ -384,6 +395,8 @@ static void build(struct dgram *d, const struct dopt *o)
 	sum = sum16(ip + 12, 8, IPPROTO_UDP + o->udp_len);
 	sum = fold(sum16(udp, o->udp_len, sum));
 	put16(udp + 6, sum ? (__u16)sum : 0xffff);
+	if (o->udp_field)
+		put16(udp + 4, o->udp_field);
 }
 
 /*
@@ -617,6 +630,24 @@ static struct dgram *udp_dgram(__u16 id, __u32 udp_len)
 
 	build(d, &(struct dopt){ .id = id, .udp_len = udp_len, .seed = id });
 	return d;
+}
+
+/*
+ * XDP alone learns that small frames can grow to a page (XFRAG_ROOM_PROOF
+ * of them; test_run frames can): small last fragments of 9000-byte
+ * datagrams, each passed to the kernel on its own.
+ */
+static int prove_room(struct tctx *t)
+{
+	static struct dgram d;	/* not from dg(): callers hold those */
+	struct frame f;
+
+	for (int i = 0; i < XFRAG_ROOM_PROOF; i++) {
+		build(&d, &(struct dopt){ .id = 0xf000 + i, .udp_len = 9000 });
+		mkfrag(&f, &d, 8880, 120, 0, 0);
+		TRY(send_pass(t, &f, "small frame, room proof"));
+	}
+	return 0;
 }
 
 #define COMPLETE_XDP(n, bytes)						\
@@ -857,36 +888,40 @@ static const struct rej {
 	int optlen, nheld, counter;
 	struct fl held[2], bad;
 	__u32 flags;		/* xfrag_config flags */
+	__u32 udp_field;	/* UDP length field, if a lie */
 } rejs[] = {
 	/* overlaps with [800, 1600) */
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 400, 800, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1200, 800, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1000, 400, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 400, 1600, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 800, 400, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 800, 1200, 1 }, 0 },
-	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1200, 1200, 0 }, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 400, 800, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1200, 800, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1000, 400, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 400, 1600, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 800, 400, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 800, 1200, 1 }, 0, 0 },
+	{ 2400, 0, 2, C_frag_overlap, { { 0, 400, 1 }, { 800, 800, 1 } }, { 1200, 1200, 0 }, 0, 0 },
 	/* a second last fragment with another end */
-	{ 3200, 0, 1, C_frag_bad_end, { { 1480, 520, 0 } }, { 2000, 400, 0 }, 0 },
+	{ 3200, 0, 1, C_frag_bad_end, { { 1480, 520, 0 } }, { 2000, 400, 0 }, 0, 0 },
 	/* a last fragment ending before data held */
-	{ 3200, 0, 1, C_frag_bad_end, { { 1480, 1480, 1 } }, { 800, 400, 0 }, 0 },
+	{ 3200, 0, 1, C_frag_bad_end, { { 1480, 1480, 1 } }, { 800, 400, 0 },
+	  XFRAG_CFG_TC, 0 },
 	/* an MF fragment beyond the known end */
-	{ 3200, 0, 1, C_frag_bad_end, { { 800, 800, 0 } }, { 1600, 800, 1 }, 0 },
-	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 0, 1 }, 0 },
-	{ 2000, 0, 0, C_frag_zero_len, { }, { 1600, 0, 0 }, 0 },
+	{ 3200, 0, 1, C_frag_bad_end, { { 800, 800, 0 } }, { 1600, 800, 1 }, 0, 0 },
+	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 0, 1 }, 0, 0 },
+	{ 2000, 0, 0, C_frag_zero_len, { }, { 1600, 0, 0 }, 0, 0 },
 	/* 5 payload bytes with MF trim to nothing */
-	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 5, 1 }, 0 },
+	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 5, 1 }, 0, 0 },
 	/* 20 + 65544 > 65535 */
-	{ 3000, 0, 1, C_frag_too_long, { { 0, 1480, 1 } }, { 65528, 16, 0 }, 0 },
+	{ 3000, 0, 1, C_frag_too_long, { { 0, 1480, 1 } }, { 65528, 16, 0 }, 0, 0 },
 	/* 60-byte first header: 60 + 65488 > 65535, 20 + 65488 is not */
-	{ 1000, 40, 1, C_frag_too_long, { { 0, 504, 1 } }, { 65472, 16, 0 }, 0 },
+	{ 1000, 40, 1, C_frag_too_long, { { 0, 504, 1 } }, { 65472, 16, 0 }, 0, 0 },
 	/* a ping of death that is the first fragment seen */
-	{ 3000, 0, 0, C_frag_too_long, { }, { 65528, 16, 0 }, 0 },
+	{ 3000, 0, 0, C_frag_too_long, { }, { 65528, 16, 0 }, 0, 0 },
 	/* too big, learned once a piece is held: first announces 20000 */
 	{ 20000, 0, 1, C_frag_oversize, { { 1480, 1480, 1 } }, { 0, 1480, 1 },
-	  XFRAG_CFG_TC },
-	/* no TC: 14 + 20 + 3600 > 3520, learned from the last fragment */
-	{ 3600, 0, 1, C_frag_oversize, { { 1480, 1480, 1 } }, { 2960, 640, 0 }, 0 },
+	  XFRAG_CFG_TC, 0 },
+	/* no TC: the first fragment's UDP length (2000) lied; the last one
+	 * makes it 14 + 20 + 3600 > 3520 */
+	{ 3600, 0, 1, C_frag_oversize, { { 0, 1480, 1 } }, { 2960, 640, 0 }, 0,
+	  2000 },
 };
 
 static int t_reject(struct tctx *t)
@@ -902,8 +937,10 @@ static int t_reject(struct tctx *t)
 	struct snap s;
 
 	build(d, &(struct dopt){ .id = 50 + t->arg, .udp_len = r->udp_len,
-				 .optlen = r->optlen });
-	TRY(load(t, &(struct setup){ .flags = r->flags }));
+				 .optlen = r->optlen,
+				 .udp_field = r->udp_field });
+	TRY(load(t, &(struct setup){
+		.xdp_only = r->flags ? XDP_AND_TC : XDP_ONLY_PROVEN }));
 	TRY(snap(t, -1, &s));
 	TRY(send_seq(t, d, r->held, NULL, r->nheld, END_NONE));
 	mkfrag(&f, d, r->bad.off, r->bad.len, r->bad.mf, 0);
@@ -977,7 +1014,7 @@ static int t_timeout(struct tctx *t)
 	struct snap s;
 
 	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
-				      .timeout_ms = 50 }));
+				      .timeout_ms = 50}));
 	TRY(snap(t, -1, &s));
 	mkfrag(&f, a, 0, 1200, 1, 0);
 	TRY(send_drop(t, &f, "A first"));
@@ -1037,7 +1074,7 @@ static int t_mem_default(struct tctx *t)
 	struct snap s;
 	const int n = 256;
 
-	TRY(load(t, &(struct setup){ .flags = XFRAG_CFG_TC }));
+	TRY(load(t, &(struct setup){ 0 }));
 	TRY(snap(t, -1, &s));
 	for (int i = 0; i < n; i++) {
 		build(&d, &(struct dopt){ .id = 1000 + i, .udp_len = 4416,
@@ -1127,7 +1164,8 @@ static int t_pass(struct tctx *t)
 	struct snap s;
 	int n = split(d, MTU_FRAG, fl);
 
-	TRY(load(t, &(struct setup){ .flags = r->flags }));
+	TRY(load(t, &(struct setup){
+		.xdp_only = r->flags ? XDP_AND_TC : XDP_ONLY_PROVEN }));
 	TRY(snap(t, -1, &s));
 	for (int i = 0; i < n; i++) {
 		const struct fl *x = &fl[r->rev ? n - 1 - i : i];
@@ -1135,7 +1173,96 @@ static int t_pass(struct tctx *t)
 		mkfrag(&f, d, x->off, x->len, x->mf, 0);
 		TRY(send_pass(t, &f, i ? "later fragment" : "first sent"));
 	}
-	EXPECT(t, &s, D(reasm_reqds, n), D(pass_dgrams, 1), D(frag_passed, n));
+	EXPECT(t, &s, D(reasm_reqds, n), D(pass_dgrams, 1), D(frag_passed, n),
+	       D(pass_no_tc, !r->flags));
+	return 0;
+}
+
+/*
+ * No TC half: a datagram whose size the first fragment seen does not tell
+ * (a middle fragment, or a first fragment without a UDP length) is never
+ * consumed, whatever arrives after it.
+ */
+static int t_no_tc_unknown(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(64 + t->arg, 3000);
+	static const int mid_first[] = { 1, 0, 2 };
+	struct fl fl[4];
+	struct frame f;
+	struct snap s;
+	int n = split(d, 1200, fl);
+
+	if (t->arg) {		/* TCP: no length in the first fragment */
+		d->b[d->l3off + 9] = IPPROTO_TCP;
+		ip_csum(d->b + d->l3off);
+	}
+	TRY(load(t, &(struct setup){ .xdp_only = XDP_ONLY_PROVEN }));
+	TRY(snap(t, -1, &s));
+	REQUIRE(n == 3, "split gave %d", n);
+	for (int i = 0; i < n; i++) {
+		const struct fl *x = &fl[t->arg ? i : mid_first[i]];
+
+		mkfrag(&f, d, x->off, x->len, x->mf, 0);
+		TRY(send_pass(t, &f, i ? "later fragment" : "first sent"));
+	}
+	EXPECT(t, &s, D(reasm_reqds, n), D(pass_dgrams, 1), D(pass_no_tc, 1),
+	       D(frag_passed, n));
+	return 0;
+}
+
+/*
+ * No TC half: until small frames have shown they can grow, nothing is
+ * taken; once they have, a datagram the frame can hold is rebuilt in it.
+ */
+static int t_no_tc_room(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(68, 2000);
+	struct fl fl[4];
+	struct frame f;
+	struct snap s;
+	int n = split(d, MTU_FRAG, fl);
+
+	TRY(load(t, &(struct setup){ .xdp_only = XDP_ONLY }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < n; i++) {
+		mkfrag(&f, d, fl[i].off, fl[i].len, fl[i].mf, 0);
+		TRY(send_pass(t, &f, "unproven"));
+	}
+	EXPECT(t, &s, D(reasm_reqds, n), D(pass_dgrams, 1), D(pass_no_tc, 1),
+	       D(frag_passed, n));
+	TRY(prove_room(t));
+	d = udp_dgram(69, 2000);
+	TRY(snap(t, -1, &s));
+	TRY(send_seq(t, d, fl, NULL, n, END_REBUILT));
+	EXPECT(t, &s, COMPLETE_XDP(n, 2000));
+	return 0;
+}
+
+/*
+ * No TC flag, but the TC half has run on this CPU (attached by tc, not by
+ * `xfrag attach`): XDP counts on it and hands a 9000-byte datagram over.
+ */
+static int t_tc_seen(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(66, 9000), *p = udp_dgram(67, 100);
+	struct fl fl[8];
+	struct snap s;
+	int n = split(d, MTU_FRAG, fl);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = p->b,
+		    .data_size_in = p->len, .repeat = 1);
+
+	TRY(load(t, &(struct setup){ .xdp_only = XDP_ONLY }));
+	REQUIRE(!bpf_prog_test_run_opts(
+			bpf_program__fd(t->skel->progs.xfrag_tc), &o),
+		"tc test_run: %s", strerror(errno));
+	REQUIRE(o.retval == 0, "tc on a plain packet: %u, want TC_ACT_OK",
+		o.retval);
+	TRY(snap(t, -1, &s));
+	REQUIRE(n == 7, "split gave %d", n);
+	TRY(send_seq(t, d, fl, NULL, n, END_HANDOFF));
+	EXPECT(t, &s, D(reasm_reqds, 7), D(reasm_oks, 1), D(frag_reasm, 7),
+	       D(bytes_reasm, 9000), D(handoff_pending, 1),
+	       D(bytes_in_flight, 9000), D(mem_in_flight, 7 * XFRAG_CHUNK));
 	return 0;
 }
 
@@ -1147,7 +1274,7 @@ static int t_handoff(struct tctx *t)
 	struct snap s;
 	int n = split(d, MTU_FRAG, fl);
 
-	TRY(load(t, &(struct setup){ .flags = XFRAG_CFG_TC }));
+	TRY(load(t, &(struct setup){ 0 }));
 	TRY(snap(t, -1, &s));
 	REQUIRE(n == 7, "split gave %d", n);
 	TRY(send_seq(t, d, fl, NULL, n, END_HANDOFF));
@@ -1172,7 +1299,7 @@ static int t_multibuf(struct tctx *t)
 	struct frame f;
 	struct snap s;
 
-	TRY(load(t, &(struct setup){ .flags = XFRAG_CFG_TC }));
+	TRY(load(t, &(struct setup){ 0 }));
 	TRY(snap(t, -1, &s));
 	mkfrag(&f, d, 0, 1480, 1, 0);
 	TRY(send_drop(t, &f, "first"));
@@ -1208,7 +1335,7 @@ static int t_cross_cpu(struct tctx *t)
 	if (cpu_b < 0)
 		return 1;	/* skipped */
 	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
-				      .timeout_ms = 50 }));
+				      .timeout_ms = 50}));
 	TRY(snap(t, cpu_a, &sa));
 	TRY(snap(t, cpu_b, &sb));
 	mkfrag(&f, d, 0, 1480, 1, 0);
@@ -1579,6 +1706,10 @@ static const struct {
 	{ "pass_through_no_tc", t_pass, 1 },
 	{ "no_tc_9000_passed", t_pass, 2 },
 	{ "no_tc_9000_reverse_passed", t_pass, 3 },
+	{ "no_tc_room_learned", t_no_tc_room, 0 },
+	{ "no_tc_middle_first_passed", t_no_tc_unknown, 0 },
+	{ "no_tc_tcp_first_passed", t_no_tc_unknown, 1 },
+	{ "tc_seen_handoff", t_tc_seen, 0 },
 	{ "handoff_tc", t_handoff, 0 },
 	{ "multibuf_rebuild", t_multibuf, 0 },
 	{ "missing_fragment", t_missing, 0 },

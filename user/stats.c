@@ -152,6 +152,46 @@ static const char *mode_name(__u32 m)
 	}
 }
 
+/*
+ * What the XDP half knows of its TC half and of frame room, from the
+ * per-CPU state: tc "yes" (set by `xfrag attach`), "seen" (ran on some CPU
+ * within XFRAG_TC_ALIVE_NS), else "no"; room "yes" when every CPU that
+ * decided found room in small frames, "no" when one did not, else "-".
+ */
+static void pcpu_state(const char *ifname, const char **tc, const char **room)
+{
+	int n = libbpf_num_possible_cpus(), fd, ok = 0, bad = 0, seen = 0;
+	struct xfrag_pcpu *pc;
+	struct timespec ts;
+	__u32 zero = 0;
+	__u64 now;
+
+	*room = "-";
+	fd = xf_pin_open(ifname, "xfrag_pcpu");
+	if (fd < 0 || n <= 0)
+		goto out;
+	pc = calloc(n, sizeof(*pc));
+	if (!pc || bpf_map_lookup_elem(fd, &zero, pc)) {
+		free(pc);
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	for (int i = 0; i < n; i++) {
+		if (pc[i].tc_seen_ns && now - pc[i].tc_seen_ns < XFRAG_TC_ALIVE_NS)
+			seen = 1;
+		bad |= pc[i].room_bad != 0;
+		ok |= pc[i].room_ok >= XFRAG_ROOM_PROOF;
+	}
+	free(pc);
+	*room = bad ? "no" : ok ? "yes" : "-";
+out:
+	if (fd >= 0)
+		close(fd);
+	if (strcmp(*tc, "yes"))
+		*tc = seen ? "seen" : "no";
+}
+
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 {
 	struct dirent *de;
@@ -166,11 +206,12 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		printf("xfrag is not attached anywhere (no %s)\n", XFRAG_PIN_ROOT);
 		return XF_EXIT_OK;
 	}
-	printf("%-12s %-7s %-8s %-3s %8s %5s %10s %10s %6s\n", "interface",
-	       "ifindex", "xdp", "tc", "buckets", "ways", "mem/cpu",
-	       "timeout_ms", "frags");
+	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s\n",
+	       "interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
+	       "mem/cpu", "timeout_ms", "frags");
 	while ((de = readdir(d))) {
 		struct xfrag_config cfg = {};
+		const char *tc, *room;
 		__u32 zero = 0;
 		int fd;
 
@@ -182,10 +223,11 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		if (bpf_map_lookup_elem(fd, &zero, &cfg))
 			memset(&cfg, 0, sizeof(cfg));
 		close(fd);
-		printf("%-12s %-7u %-8s %-3s %8u %5u %10u %10u %6u\n", de->d_name,
-		       if_nametoindex(de->d_name),
-		       cfg.buckets ? mode_name(cfg.xdp_mode) : "loader",
-		       cfg.flags & XFRAG_CFG_TC ? "yes" : "no",
+		tc = cfg.flags & XFRAG_CFG_TC ? "yes" : "no";
+		pcpu_state(de->d_name, &tc, &room);
+		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u\n",
+		       de->d_name, if_nametoindex(de->d_name),
+		       cfg.buckets ? mode_name(cfg.xdp_mode) : "loader", tc, room,
 		       cfg.buckets ? cfg.buckets : XFRAG_DEF_BUCKETS,
 		       cfg.ways ? cfg.ways : XFRAG_DEF_WAYS,
 		       cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM,

@@ -26,7 +26,7 @@ static struct xf_opt attach_opts[] = {
 	    XFRAG_MAX_TIMEOUT_MS),
 	NUM("max-frags", "N", "fragments per datagram",
 	    STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC),
-	FLAG("no-tc", "attach XDP only (datagrams up to one XDP frame)"),
+	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
 	END
 };
 
