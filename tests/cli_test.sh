@@ -53,7 +53,7 @@ expect attach 0 in_ns $X attach xfc0 --mode skb --buckets 64 --ways 4 \
 	--mem-per-cpu 256k --timeout 1000 --max-frags 16
 expect attach-twice 3 in_ns $X attach xfc0 --mode skb
 in_ns $X status >/tmp/xf-cli.out 2>&1
-if grep -E '^xfc0 +[0-9]+ +skb +yes +64 +4 +262144 +1000 +16' /tmp/xf-cli.out >/dev/null; then
+if grep -E '^xfc0 +[0-9]+ +skb +yes +- +64 +4 +262144 +1000 +16' /tmp/xf-cli.out >/dev/null; then
 	ok status-shows-limits
 else
 	ko status-shows-limits "$(cat /tmp/xf-cli.out)"
