@@ -35,6 +35,7 @@ fi
 run_suite unit ./build/test_prog
 run_suite cli tests/cli_test.sh
 run_suite ns ./tests/ns_test.sh
+run_suite corpus ./tests/corpus_test.sh
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
