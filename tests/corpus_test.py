@@ -20,14 +20,17 @@ import time
 
 
 def spray_refused(kl, xl, xd):
-    """Table full under `refuse`: each refused fragment costs at most one
+    """Table full under `refuse`: each fragment refused, or taken into a
+    datagram that then timed out (its first fragment went to the kernel
+    when no way was free for the pass-through record), costs at most one
     IPv6 datagram (which UDP then rejects for its lying length)."""
     k, x = kl.get("Udp6InErrors", 0), xl.get("Udp6InErrors", 0)
-    r = xd.get("frag_refused", 0)
+    r = xd.get("frag_refused", 0) + xd.get("frag_timeout", 0)
     rest = {n: v for n, v in xl.items() if n != "Udp6InErrors"}
     ok = k - r <= x <= k and rest == {n: v for n, v in kl.items()
                                        if n != "Udp6InErrors"}
-    return None if ok else f"Udp6InErrors {x}, kernel {k}, refused {r}"
+    return None if ok else (f"Udp6InErrors {x}, kernel {k}, refused or "
+                            f"timed out {r}")
 
 
 # Captures where xfrag decides otherwise than Linux, on purpose, found by
