@@ -112,6 +112,29 @@ static __always_inline int xfrag_xdp_can_hold(struct xdp_md *ctx,
 	return size <= XFRAG_XDP_MAX_LEN && xfrag_room(ctx, size);
 }
 
+/*
+ * A pass-through record lives until every byte of its datagram went by:
+ * first and last fragment seen and as many bytes as the last one's end.
+ * Until then it sends the datagram's fragments to the kernel; held for the
+ * whole time-out instead, records of big datagrams would fill the table.
+ * (A duplicate can free it early: the rest of that datagram is then taken,
+ * times out and is counted.)
+ */
+static __always_inline void xfrag_pass_track(struct xfrag_way *w,
+					     struct xfrag_pkt *p)
+{
+	w->rcvd += p->len;
+	if (p->offset == 0)
+		w->flags |= XFRAG_F_FIRST_SEEN;
+	if (!p->more) {
+		w->flags |= XFRAG_F_LAST_SEEN;
+		w->end = p->offset + p->len;
+	}
+	if ((w->flags & XFRAG_F_FIRST_SEEN) && (w->flags & XFRAG_F_LAST_SEEN) &&
+	    w->rcvd >= w->end)
+		w->state = XFRAG_WAY_FREE;
+}
+
 struct xfrag_scan_ctx {
 	struct xfrag_key key;
 	__u64 now, timeout;
@@ -230,6 +253,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			return XDP_PASS;
 		if (w->state == XFRAG_WAY_PASS) {
 			st->frag_passed++;
+			xfrag_pass_track(w, p);
 			return XDP_PASS;
 		}
 	} else {
@@ -257,6 +281,10 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 					w->born_ns = now;
 					w->touched_ns = now;
 					w->state = XFRAG_WAY_PASS;
+					w->flags = 0;
+					w->rcvd = 0;
+					w->end = 0;
+					xfrag_pass_track(w, p);
 				}
 			}
 			return XDP_PASS;

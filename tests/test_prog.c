@@ -1179,6 +1179,32 @@ static int t_pass(struct tctx *t)
 }
 
 /*
+ * A pass-through record frees its way once the whole datagram went by
+ * (here the bucket's only way): the next datagram is taken, not refused.
+ */
+static int t_pass_frees(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(70, 20000), *e = udp_dgram(71, 3000);
+	struct fl fl[16];
+	struct frame f;
+	struct snap s;
+	int n = split(d, MTU_FRAG, fl);
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 1 }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < n; i++) {
+		mkfrag(&f, d, fl[i].off, fl[i].len, fl[i].mf, 0);
+		TRY(send_pass(t, &f, "20000-byte datagram"));
+	}
+	mkfrag(&f, e, 0, 1480, 1, 0);
+	TRY(send_drop(t, &f, "next datagram, first fragment"));
+	EXPECT(t, &s, D(reasm_reqds, n + 1), D(pass_dgrams, 1),
+	       D(frag_passed, n), D(frags_in_flight, 1), D(dgrams_in_flight, 1),
+	       D(bytes_in_flight, 1480), D(mem_in_flight, XFRAG_CHUNK));
+	return 0;
+}
+
+/*
  * No TC half: a datagram whose size the first fragment seen does not tell
  * (a middle fragment, or a first fragment without a UDP length) is never
  * consumed, whatever arrives after it.
@@ -1706,6 +1732,7 @@ static const struct {
 	{ "pass_through_no_tc", t_pass, 1 },
 	{ "no_tc_9000_passed", t_pass, 2 },
 	{ "no_tc_9000_reverse_passed", t_pass, 3 },
+	{ "pass_record_freed", t_pass_frees, 0 },
 	{ "no_tc_room_learned", t_no_tc_room, 0 },
 	{ "no_tc_middle_first_passed", t_no_tc_unknown, 0 },
 	{ "no_tc_tcp_first_passed", t_no_tc_unknown, 1 },
