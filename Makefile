@@ -27,7 +27,7 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
 TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck
 
-.PHONY: all clean test demo deps install vmlinux
+.PHONY: all clean test demo deps install vmlinux bench bench-bin
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
 
@@ -57,6 +57,36 @@ $(OUT)/fragsend: tests/fragsend.c
 $(OUT)/udpcheck: tests/udpcheck.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+# ---- Benchmark (bench/): never part of `make test` -------------------------
+BENCH_BINS := $(OUT)/micro $(OUT)/gen $(OUT)/sink
+
+bench-bin: all $(BENCH_BINS)
+
+$(OUT)/floors.bpf.o: bench/floors.bpf.c vmlinux.h | $(OUT)
+	@echo "  BPF     $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/floors.skel.h: $(OUT)/floors.bpf.o
+	@echo "  SKEL    $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name floors_bpf > $@
+
+$(OUT)/micro: bench/micro.c include/xfrag.h $(OUT)/xfrag.skel.h $(OUT)/floors.skel.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+$(OUT)/gen: bench/gen.c | $(OUT)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@ -lm
+
+$(OUT)/sink: bench/sink.c | $(OUT)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+# make bench [BENCH_ARGS=--quick]
+bench: deps
+	$(Q)$(MAKE) --no-print-directory bench-bin
+	$(Q)bench/run.sh $(BENCH_ARGS)
 
 # vmlinux.h is committed; regenerate it from the running kernel's BTF.
 vmlinux:

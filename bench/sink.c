@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sink - UDP receiver for the xfrag benchmark.  Receives the datagrams sent
+ * by bench/gen with recvmmsg and verifies every byte: magic "XFBG", the
+ * length field, and the pattern byte[i] = seq * 31 + i * 7 (i >= 12).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH	64
+#define BUFSZ	65536
+#define MAGIC	0x58464247u
+
+static volatile sig_atomic_t stop;
+static uint64_t flow[65536];
+static uint8_t ref[BUFSZ + 256];	/* ref[j] = j * 7 */
+
+static void on_sig(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* 0 if the datagram is good, else -1 with the reason in why. */
+static int verify(const uint8_t *p, size_t n, int trunc, char *why, size_t wl)
+{
+	uint32_t seq, c, o;
+
+	if (trunc) {
+		snprintf(why, wl, "truncated (%zu bytes received)", n);
+		return -1;
+	}
+	if (n < 12) {
+		snprintf(why, wl, "short datagram (%zu bytes)", n);
+		return -1;
+	}
+	if (get32(p) != MAGIC) {
+		snprintf(why, wl, "bad magic 0x%08x", get32(p));
+		return -1;
+	}
+	if (get32(p + 8) != n) {
+		snprintf(why, wl, "length field %u != received %zu",
+			 get32(p + 8), n);
+		return -1;
+	}
+	seq = get32(p + 4);
+	/* byte[i] = c + 7i = 7 (i + o) with o = c * 7^-1 (mod 256), 7^-1 = 183 */
+	c = (uint8_t)(seq * 31);
+	o = (uint8_t)(c * 183);
+	if (n > 12 && memcmp(p + 12, ref + 12 + o, n - 12)) {
+		size_t i = 12;
+
+		while (i < n && p[i] == (uint8_t)(seq * 31 + i * 7))
+			i++;
+		snprintf(why, wl, "seq %u len %zu: pattern mismatch at byte %zu "
+			 "(0x%02x, expected 0x%02x)", seq, n, i, p[i],
+			 (uint8_t)(seq * 31 + i * 7));
+		return -1;
+	}
+	return 0;
+}
+
+static long num(const char *s, long lo, long hi, const char *what)
+{
+	char *e;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &e, 0);
+	if (errno || *e || e == s || v < lo || v > hi) {
+		fprintf(stderr, "sink: bad %s '%s'\n", what, s);
+		exit(1);
+	}
+	return v;
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+"usage: sink [options]\n"
+"  --port P          UDP port (default 9000)\n"
+"  --family F        4 | 6 | any (default any: IPv6 socket, V6ONLY off)\n"
+"  --duration S      stop after S seconds of wall time (default: no limit)\n"
+"  --idle-ms MS      stop MS ms after the last datagram (default 0: off)\n"
+"  --count N         stop after N good datagrams\n"
+"  --ready-file PATH create PATH once the socket is bound\n"
+"  --json            print the summary as one JSON object\n");
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_PORT = 256, O_FAM, O_DUR, O_IDLE, O_COUNT, O_JSON, O_READY };
+	static const struct option lo[] = {
+		{ "port", 1, 0, O_PORT }, { "family", 1, 0, O_FAM },
+		{ "duration", 1, 0, O_DUR }, { "idle-ms", 1, 0, O_IDLE },
+		{ "count", 1, 0, O_COUNT }, { "json", 0, 0, O_JSON },
+		{ "ready-file", 1, 0, O_READY }, { "help", 0, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	int port = 9000, fam = 0, json = 0, fd, c, one = 1, zero = 0;
+	int rcvbuf = 32 << 20, nbad_print = 0;
+	double duration = 0, idle = 0, t_start, t_first = 0, t_last = 0, el;
+	uint64_t count = 0, ok = 0, bad = 0, bytes = 0, fmin = 0, fmax = 0;
+	unsigned int flows = 0;
+	const char *ready = NULL;
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	struct mmsghdr m[BATCH];
+	struct iovec iov[BATCH];
+	struct sockaddr_storage names[BATCH];
+	struct sigaction sa;
+	uint8_t *bufs;
+	char *e;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case O_PORT: port = (int)num(optarg, 1, 65535, "--port"); break;
+		case O_FAM:
+			if (!strcmp(optarg, "4"))
+				fam = 4;
+			else if (!strcmp(optarg, "6"))
+				fam = 6;
+			else if (!strcmp(optarg, "any"))
+				fam = 0;
+			else {
+				fprintf(stderr, "sink: bad --family (4|6|any)\n");
+				return 1;
+			}
+			break;
+		case O_DUR:
+		case O_IDLE: {
+			double v = strtod(optarg, &e);
+
+			if (*e || e == optarg || !(v >= 0 && v < 1e12)) {
+				fprintf(stderr, "sink: bad number '%s'\n", optarg);
+				return 1;
+			}
+			if (c == O_DUR)
+				duration = v;
+			else
+				idle = v / 1000.0;
+			break;
+		}
+		case O_COUNT:
+			count = (uint64_t)num(optarg, 1, 0x7fffffffffffffffL,
+					      "--count");
+			break;
+		case O_JSON: json = 1; break;
+		case O_READY: ready = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 1;
+	}
+
+	for (size_t j = 0; j < sizeof(ref); j++)
+		ref[j] = (uint8_t)(j * 7);
+	bufs = malloc((size_t)BATCH * BUFSZ);
+	if (!bufs) {
+		fprintf(stderr, "sink: out of memory\n");
+		return 1;
+	}
+
+	fd = socket(fam == 4 ? AF_INET : AF_INET6, SOCK_DGRAM, 0);
+	if (fd < 0) {
+		perror("sink: socket");
+		return 1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fam == 4) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons(port) };
+
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+			perror("sink: bind");
+			return 1;
+		}
+	} else {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+					  .sin6_port = htons(port),
+					  .sin6_addr = IN6ADDR_ANY_INIT };
+
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY,
+			       fam == 6 ? &one : &zero, sizeof(int))) {
+			perror("sink: IPV6_V6ONLY");
+			return 1;
+		}
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+			perror("sink: bind");
+			return 1;
+		}
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+		perror("sink: SO_RCVBUF");
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
+		perror("sink: SO_RCVTIMEO");
+		return 1;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sig;	/* no SA_RESTART: recvmmsg returns EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < BATCH; i++) {
+		iov[i].iov_base = bufs + (size_t)i * BUFSZ;
+		iov[i].iov_len = BUFSZ;
+		m[i].msg_hdr.msg_iov = &iov[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_hdr.msg_name = &names[i];
+	}
+	if (ready) {
+		int rf = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (rf < 0) {
+			perror("sink: ready file");
+			return 1;
+		}
+		dprintf(rf, "%d\n", (int)getpid());
+		close(rf);
+	}
+
+	t_start = now_s();
+	while (!stop) {
+		double now;
+		int n;
+
+		for (int i = 0; i < BATCH; i++)
+			m[i].msg_hdr.msg_namelen = sizeof(names[i]);
+		n = recvmmsg(fd, m, BATCH, MSG_WAITFORONE, NULL);
+		now = now_s();
+		if (n > 0) {
+			if (!t_first)
+				t_first = now;
+			t_last = now;
+		}
+		for (int i = 0; i < n; i++) {
+			const uint8_t *p = iov[i].iov_base;
+			size_t len = m[i].msg_len;
+			char why[160];
+			uint16_t sport = 0;
+
+			if (verify(p, len, m[i].msg_hdr.msg_flags & MSG_TRUNC,
+				   why, sizeof(why))) {
+				bad++;
+				if (nbad_print++ < 3)
+					fprintf(stderr, "sink: bad datagram: %s\n",
+						why);
+				continue;
+			}
+			ok++;
+			bytes += len;
+			if (names[i].ss_family == AF_INET)
+				sport = ntohs(((struct sockaddr_in *)&names[i])->sin_port);
+			else if (names[i].ss_family == AF_INET6)
+				sport = ntohs(((struct sockaddr_in6 *)&names[i])->sin6_port);
+			if (!flow[sport]++)
+				flows++;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR) {
+			perror("sink: recvmmsg");
+			break;
+		}
+		if (count && ok >= count)
+			break;
+		if (duration > 0 && now - t_start >= duration)
+			break;
+		if (idle > 0 && t_last && now - t_last >= idle)
+			break;
+	}
+
+	for (int p = 0; p < 65536; p++) {
+		if (!flow[p])
+			continue;
+		if (!fmin || flow[p] < fmin)
+			fmin = flow[p];
+		if (flow[p] > fmax)
+			fmax = flow[p];
+	}
+	el = t_last - t_first;
+	if (json)
+		printf("{\"ok\":%llu,\"bad\":%llu,\"bytes\":%llu,"
+		       "\"elapsed_s\":%.6f,\"wall_s\":%.6f,"
+		       "\"dgrams_per_s\":%.1f,\"flows_seen\":%u,"
+		       "\"flow_min\":%llu,\"flow_max\":%llu}\n",
+		       (unsigned long long)ok, (unsigned long long)bad,
+		       (unsigned long long)bytes, el, now_s() - t_start,
+		       ok >= 2 && el > 0 ? ok / el : 0.0, flows,
+		       (unsigned long long)fmin, (unsigned long long)fmax);
+	else
+		printf("ok            %llu\nbad           %llu\n"
+		       "bytes         %llu\nelapsed_s     %.6f\n"
+		       "wall_s        %.6f\ndgrams_per_s  %.1f\n"
+		       "flows_seen    %u\nflow_min      %llu\n"
+		       "flow_max      %llu\n",
+		       (unsigned long long)ok, (unsigned long long)bad,
+		       (unsigned long long)bytes, el, now_s() - t_start,
+		       ok >= 2 && el > 0 ? ok / el : 0.0, flows,
+		       (unsigned long long)fmin, (unsigned long long)fmax);
+	fflush(stdout);
+	free(bufs);
+	close(fd);
+	return 0;
+}
