@@ -164,10 +164,12 @@ static long xfrag_scan_one(__u32 i, void *data)
 			sc->freew = i;
 		return 0;
 	}
-	if (sc->match < 0 &&
-	    (x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS) &&
-	    xfrag_key_eq(&x->key, &sc->key))
+	if ((x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS) &&
+	    xfrag_key_eq(&x->key, &sc->key)) {
+		/* Found: the ways after it are left for a later visit. */
 		sc->match = i;
+		return 1;
+	}
 	return 0;
 }
 
