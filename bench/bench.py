@@ -83,6 +83,17 @@ class Rig:
     def detach(self):
         sh(*self.rcv, self.a.xfrag, "detach", self.a.iface, check=False)
 
+    def xdp_pass(self, on):
+        """A do-nothing XDP program: the cost of XDP on the device alone."""
+        if os.path.exists("/run/xdp-loader.lck"):
+            os.unlink("/run/xdp-loader.lck")
+        if on:
+            sh(*self.rcv, "xdp-loader", "load", "-m", "native", "-n",
+               "floor_pass", self.a.iface, self.a.floors)
+        else:
+            sh(*self.rcv, "xdp-loader", "unload", self.a.iface, "--all",
+               check=False)
+
     def fresh(self):
         """New namespaces: the kernel's fragment memory starts empty."""
         sh(self.a.setup, "setup")
@@ -124,7 +135,10 @@ class Rig:
             time.sleep(0.02)
         k0, x0, c0 = self.snmp(), self.xstats() if xfrag else {}, \
             self.cpu_busy()
-        g = json.loads(sh(*self.snd, *gen))
+        # One CPU for the generator, as RSS gives one CPU to a flow: on
+        # veth the receive path runs where the sender runs, and a sender
+        # that migrates would split datagrams across xfrag's per-CPU tables.
+        g = json.loads(sh("taskset", "-c", "0", *self.snd, *gen))
         so, se = sink.communicate(timeout=dur + 10)
         c1, k1 = self.cpu_busy(), self.snmp()
         x1 = self.xstats() if xfrag else {}
@@ -168,7 +182,7 @@ def main():
     ap.add_argument("--only", help="run scenarios whose name has this")
     for o in ("xfrag", "gen", "sink", "iface", "snd-if", "smac", "dmac",
               "rcv-ns", "snd-ns", "src4", "dst4", "src6", "dst6", "setup",
-              "results", "micro"):
+              "results", "micro", "floors"):
         ap.add_argument("--" + o, required=True)
     a = ap.parse_args()
     dur = a.duration or (1.0 if a.quick else 5.0)
@@ -181,23 +195,31 @@ def main():
         if (p.get("attack") or p.get("half")) and rate is None:
             rate = 300000
         pair = {}
-        for mode in ("kernel", "xfrag"):
+        modes = ["kernel", "xfrag"]
+        if name.startswith("1 ") and not a.quick:
+            modes.append("xdp-pass")
+        for mode in modes:
             # Leftovers of the last run (incomplete datagrams the kernel
             # holds for 30 s) would starve this one: start clean.
             if rig.kernel_frag_mem():
                 rig.fresh()
             if mode == "xfrag":
                 rig.attach()
+            elif mode == "xdp-pass":
+                rig.xdp_pass(True)
             try:
                 pair[mode] = rig.one(p, dur, mode == "xfrag", rate or 0)
             finally:
                 if mode == "xfrag":
                     rig.detach()
+                elif mode == "xdp-pass":
+                    rig.xdp_pass(False)
         if name.startswith("1 size 4416 v4"):
             # the generator's rate, for the attack mix of scenario 4
             rate = int(pair["kernel"]["frags_s"])
         k, x = pair["kernel"], pair["xfrag"]
         rows.append(dict(name=name, params=p, kernel=k, xfrag=x,
+                         xdp_pass=pair.get("xdp-pass"),
                          ratio=dict(dgrams_s=ratio(x["dgrams_s"],
                                                    k["dgrams_s"]),
                                     cpu_us=ratio(x["cpu_us"] or 0,
@@ -224,8 +246,9 @@ def main():
           "| scenario | kernel dgrams/s | xfrag dgrams/s | ratio | "
           "kernel Gbit/s | xfrag Gbit/s | frags/s offered (k, x) | "
           "kernel CPU µs/dgram | xfrag CPU µs/dgram | ratio | "
-          "drops kernel run | drops xfrag run |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "drops kernel run | drops xfrag run | kernel behind XDP_PASS "
+          "dgrams/s |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         k, x = r["kernel"], r["xfrag"]
 
@@ -237,7 +260,8 @@ def main():
                   f"{k['frags_s']:.0f}, {x['frags_s']:.0f} | "
                   f"{fmt(k['cpu_us'])} | {fmt(x['cpu_us'])} | "
                   f"{fmt(r['ratio']['cpu_us'], 2)} | {dr(k['drops'])} | "
-                  f"{dr(x['drops'])} |")
+                  f"{dr(x['drops'])} | "
+                  f"{fmt(r['xdp_pass'] and r['xdp_pass']['dgrams_s'], 0)} |")
     if micro:
         md += ["", "BPF programs alone (BPF_PROG_TEST_RUN, ns per run, "
                f"{micro['rounds']} datagrams per row; ratio to the floor):",

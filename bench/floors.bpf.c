@@ -5,6 +5,7 @@
  * cost is reported as a ratio to these.
  *
  *   floor_drop     XDP_DROP and nothing else
+ *   floor_pass     XDP_PASS and nothing else (end-to-end reference)
  *   floor_copyin   copy the fragment's payload into a per-CPU buffer at its
  *                  offset, drop the frame
  *   floor_inplace  copy-in; on the last fragment (MF clear) grow the frame
@@ -44,6 +45,13 @@ SEC("xdp")
 int floor_drop(struct xdp_md *ctx)
 {
 	return XDP_DROP;
+}
+
+/* Attached by the end-to-end benchmark: what XDP on the device costs. */
+SEC("xdp")
+int floor_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
 }
 
 /* Payload offset in the frame, offset in the datagram, length, MF. */

@@ -48,7 +48,7 @@ echo "== end to end (kernel, then xfrag, per scenario)"
 	--snd-if "$XF_SIF" --smac "$XF_SMAC" --dmac "$XF_RMAC" \
 	--rcv-ns "$XF_RCV" --snd-ns "$XF_SND" --src4 "$XF_S4" --dst4 "$XF_R4" \
 	--src6 "$XF_S6" --dst6 "$XF_R6" --setup "$0" --results "$res" \
-	--micro "$micro_json"
+	--micro "$micro_json" --floors "$XF_BUILD/floors.bpf.o"
 rc=$?
 rm -f "$micro_json"
 exit $rc
