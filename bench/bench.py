@@ -167,6 +167,24 @@ class Rig:
                                  x0.get("reasm_oks", 0)) if xfrag else 0)
 
 
+def merge(runs):
+    """Mean of a mode's repetitions; drops summed."""
+    if len(runs) == 1:
+        return runs[0]
+    m = dict(runs[0])
+    for k in ("dgrams_s", "gbit_s", "frags_s", "attack_s", "sent", "ok",
+              "reasm_kernel", "reasm_xfrag"):
+        m[k] = sum(r[k] for r in runs) / len(runs)
+    cpu = [r["cpu_us"] for r in runs if r["cpu_us"]]
+    m["cpu_us"] = sum(cpu) / len(cpu) if cpu else None
+    m["drops"] = {}
+    for r in runs:
+        for k, v in r["drops"].items():
+            m["drops"][k] = m["drops"].get(k, 0) + v
+    m["runs"] = runs
+    return m
+
+
 def ratio(x, k):
     return x / k if k else None
 
@@ -180,12 +198,15 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--only", help="run scenarios whose name has this")
+    ap.add_argument("--reps", type=int, help="runs per side (default 2, "
+                    "quick 1)")
     for o in ("xfrag", "gen", "sink", "iface", "snd-if", "smac", "dmac",
               "rcv-ns", "snd-ns", "src4", "dst4", "src6", "dst6", "setup",
               "results", "micro", "floors"):
         ap.add_argument("--" + o, required=True)
     a = ap.parse_args()
     dur = a.duration or (1.0 if a.quick else 5.0)
+    a.reps = a.reps or (1 if a.quick else 2)
     rig = Rig(a)
     rows = []
     rate = None
@@ -194,8 +215,12 @@ def main():
             continue
         if (p.get("attack") or p.get("half")) and rate is None:
             rate = 300000
-        pair = {}
-        modes = ["kernel", "xfrag"]
+        runs = {}
+        # kernel, xfrag, xfrag, kernel (reps 2): drift of the shared
+        # machine during a scenario falls on both sides alike.
+        modes = ["kernel", "xfrag", "xfrag", "kernel"][:2 * a.reps]
+        if a.reps == 1:
+            modes = ["kernel", "xfrag"]
         if name.startswith("1 ") and not a.quick:
             modes.append("xdp-pass")
         for mode in modes:
@@ -208,12 +233,14 @@ def main():
             elif mode == "xdp-pass":
                 rig.xdp_pass(True)
             try:
-                pair[mode] = rig.one(p, dur, mode == "xfrag", rate or 0)
+                runs.setdefault(mode, []).append(
+                    rig.one(p, dur, mode == "xfrag", rate or 0))
             finally:
                 if mode == "xfrag":
                     rig.detach()
                 elif mode == "xdp-pass":
                     rig.xdp_pass(False)
+        pair = {m: merge(v) for m, v in runs.items()}
         if name.startswith("1 size 4416 v4"):
             # the generator's rate, for the attack mix of scenario 4
             rate = int(pair["kernel"]["frags_s"])
@@ -241,7 +268,9 @@ def main():
     with open(os.path.join(a.results, f"bench-{stamp}.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows, micro=micro), f, indent=1)
     md = [f"{meta['cpus']} CPUs ({meta['cpu']}), kernel {meta['kernel']}, "
-          f"veth, xfrag native XDP with defaults, {dur:g} s per run",
+          f"veth, xfrag native XDP with defaults, {dur:g} s per run, "
+          f"{a.reps} run(s) per side"
+          + (" (kernel, xfrag, xfrag, kernel)" if a.reps == 2 else ""),
           "",
           "| scenario | kernel dgrams/s | xfrag dgrams/s | ratio | "
           "kernel Gbit/s | xfrag Gbit/s | frags/s offered (k, x) | "
