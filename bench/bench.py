@@ -292,7 +292,7 @@ def main():
                   f"{dr(x['drops'])} | "
                   f"{fmt(r['xdp_pass'] and r['xdp_pass']['dgrams_s'], 0)} |")
     if micro:
-        md += ["", "BPF programs alone (BPF_PROG_TEST_RUN, ns per run, "
+        md += ["", "BPF programs alone (BPF_PROG_TEST_RUN, median ns per run, "
                f"{micro['rounds']} datagrams per row; ratio to the floor):",
                "", "| family | frags | XDP per consumed fragment | copy-in "
                "floor | ratio | TC per rebuilt datagram | copy-out floor | "
