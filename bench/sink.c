@@ -309,25 +309,19 @@ int main(int argc, char **argv)
 			fmax = flow[p];
 	}
 	el = t_last - t_first;
-	if (json)
-		printf("{\"ok\":%llu,\"bad\":%llu,\"bytes\":%llu,"
-		       "\"elapsed_s\":%.6f,\"wall_s\":%.6f,"
-		       "\"dgrams_per_s\":%.1f,\"flows_seen\":%u,"
-		       "\"flow_min\":%llu,\"flow_max\":%llu}\n",
-		       (unsigned long long)ok, (unsigned long long)bad,
-		       (unsigned long long)bytes, el, now_s() - t_start,
-		       ok >= 2 && el > 0 ? ok / el : 0.0, flows,
-		       (unsigned long long)fmin, (unsigned long long)fmax);
-	else
-		printf("ok            %llu\nbad           %llu\n"
-		       "bytes         %llu\nelapsed_s     %.6f\n"
-		       "wall_s        %.6f\ndgrams_per_s  %.1f\n"
-		       "flows_seen    %u\nflow_min      %llu\n"
-		       "flow_max      %llu\n",
-		       (unsigned long long)ok, (unsigned long long)bad,
-		       (unsigned long long)bytes, el, now_s() - t_start,
-		       ok >= 2 && el > 0 ? ok / el : 0.0, flows,
-		       (unsigned long long)fmin, (unsigned long long)fmax);
+	printf(json ? "{\"ok\":%llu,\"bad\":%llu,\"bytes\":%llu,"
+		      "\"elapsed_s\":%.6f,\"wall_s\":%.6f,"
+		      "\"dgrams_per_s\":%.1f,\"flows_seen\":%u,"
+		      "\"flow_min\":%llu,\"flow_max\":%llu}\n" :
+		      "ok            %llu\nbad           %llu\n"
+		      "bytes         %llu\nelapsed_s     %.6f\n"
+		      "wall_s        %.6f\ndgrams_per_s  %.1f\n"
+		      "flows_seen    %u\nflow_min      %llu\n"
+		      "flow_max      %llu\n",
+	       (unsigned long long)ok, (unsigned long long)bad,
+	       (unsigned long long)bytes, el, now_s() - t_start,
+	       ok >= 2 && el > 0 ? ok / el : 0.0, flows,
+	       (unsigned long long)fmin, (unsigned long long)fmax);
 	fflush(stdout);
 	free(bufs);
 	close(fd);

@@ -173,14 +173,20 @@ t_udp6_9000() { udp_kernel "$XF_R6" 9000 10; }
 t_udp6_16000() { udp_kernel "$XF_R6" 16000 10; }
 t_udp6_65507() { udp_kernel "$XF_R6" 65507 3; }
 
-t_ping6() {
+# ping_xfer DST SIZE: 5 echo requests of SIZE bytes, all answered;
+# snapshots a and b around them.
+ping_xfer() {
 	local out rx
 
 	snap a
-	out=$(xf_snd ping -6 -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R6" 2>&1)
+	out=$(xf_snd ping -q -s "$2" -c 5 -i 0.2 -W 2 "$1" 2>&1)
 	snap b
 	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
 	expect "ping replies" -eq 5 "${rx:-none}"
+}
+
+t_ping6() {
+	ping_xfer "$XF_R6" 3000
 	if xf; then
 		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
 		expect "ip6_oks delta" -eq 5 "$(sd ip6_oks)"
@@ -190,13 +196,7 @@ t_ping6() {
 }
 
 t_ping() {
-	local out rx
-
-	snap a
-	out=$(xf_snd ping -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
-	snap b
-	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
-	expect "ping replies" -eq 5 "${rx:-none}"
+	ping_xfer "$XF_R4" 3000
 	if xf; then
 		expect "kernel IpReasmReqds delta" -eq 0 "$(kd IpReasmReqds)"
 		expect "reasm_oks delta" -eq 5 "$(sd reasm_oks)"
@@ -364,13 +364,7 @@ t_ld_udp_9000() {
 
 # ICMP says nothing of its size in the first fragment: the kernel's job.
 t_ld_ping() {
-	local out rx
-
-	snap a
-	out=$(xf_snd ping -q -s 1600 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
-	snap b
-	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
-	expect "ping replies" -eq 5 "${rx:-none}"
+	ping_xfer "$XF_R4" 1600
 	expect_no_loss
 	expect "pass_no_tc delta" -eq 5 "$(sd pass_no_tc)"
 	expect "kernel IpReasmOKs delta" -eq 5 "$(kd IpReasmOKs)"
@@ -398,13 +392,7 @@ t_ld_tc_udp6_9000() {
 }
 
 t_ld_tc_ping() {
-	local out rx
-
-	snap a
-	out=$(xf_snd ping -q -s 3000 -c 5 -i 0.2 -W 2 "$XF_R4" 2>&1)
-	snap b
-	rx=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
-	expect "ping replies" -eq 5 "${rx:-none}"
+	ping_xfer "$XF_R4" 3000
 	expect_no_loss
 	expect "reasm_oks delta" -eq 5 "$(sd reasm_oks)"
 	expect "kernel IpReasmReqds delta" -eq 0 "$(kd IpReasmReqds)"

@@ -1265,15 +1265,31 @@ static int t_no_tc_room(struct tctx *t)
 }
 
 /*
+ * The 7 fragments of a 9000-byte datagram d, in `order`: handed to TC; k
+ * such hand-offs since snapshot s.
+ */
+static int handoff_9000(struct tctx *t, const struct snap *s,
+			const struct dgram *d, const int *order, int k)
+{
+	struct fl fl[8];
+
+	REQUIRE(split(d, MTU_FRAG, fl) == 7, "9000 bytes, not 7 fragments");
+	TRY(send_seq(t, d, fl, order, 7, END_HANDOFF));
+	EXPECT(t, s, D(reasm_reqds, 7 * k), D(reasm_oks, k),
+	       D(frag_reasm, 7 * k), D(bytes_reasm, 9000 * k),
+	       D(handoff_pending, k), D(bytes_in_flight, 9000 * k),
+	       D(mem_in_flight, 7 * k * XFRAG_CHUNK));
+	return 0;
+}
+
+/*
  * No TC flag, but the TC half has run on this CPU (attached by tc, not by
  * `xfrag attach`): XDP counts on it and hands a 9000-byte datagram over.
  */
 static int t_tc_seen(struct tctx *t)
 {
 	struct dgram *d = udp_dgram(66, 9000), *p = udp_dgram(67, 100);
-	struct fl fl[8];
 	struct snap s;
-	int n = split(d, MTU_FRAG, fl);
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = p->b,
 		    .data_size_in = p->len, .repeat = 1);
 
@@ -1284,33 +1300,19 @@ static int t_tc_seen(struct tctx *t)
 	REQUIRE(o.retval == 0, "tc on a plain packet: %u, want TC_ACT_OK",
 		o.retval);
 	TRY(snap(t, -1, &s));
-	REQUIRE(n == 7, "split gave %d", n);
-	TRY(send_seq(t, d, fl, NULL, n, END_HANDOFF));
-	EXPECT(t, &s, D(reasm_reqds, 7), D(reasm_oks, 1), D(frag_reasm, 7),
-	       D(bytes_reasm, 9000), D(handoff_pending, 1),
-	       D(bytes_in_flight, 9000), D(mem_in_flight, 7 * XFRAG_CHUNK));
-	return 0;
+	return handoff_9000(t, &s, d, NULL, 1);
 }
 
 static int t_handoff(struct tctx *t)
 {
 	struct dgram *d = udp_dgram(36, 9000), *e = udp_dgram(37, 9000);
 	static const int rev[] = { 6, 5, 4, 3, 2, 1, 0 };
-	struct fl fl[8];
 	struct snap s;
-	int n = split(d, MTU_FRAG, fl);
 
 	TRY(load(t, &(struct setup){ 0 }));
 	TRY(snap(t, -1, &s));
-	REQUIRE(n == 7, "split gave %d", n);
-	TRY(send_seq(t, d, fl, NULL, n, END_HANDOFF));
-	EXPECT(t, &s, D(reasm_reqds, 7), D(reasm_oks, 1), D(frag_reasm, 7),
-	       D(bytes_reasm, 9000), D(handoff_pending, 1),
-	       D(bytes_in_flight, 9000), D(mem_in_flight, 7 * XFRAG_CHUNK));
-	TRY(send_seq(t, e, fl, rev, n, END_HANDOFF));
-	EXPECT(t, &s, D(reasm_reqds, 14), D(reasm_oks, 2), D(frag_reasm, 14),
-	       D(bytes_reasm, 18000), D(handoff_pending, 2),
-	       D(bytes_in_flight, 18000), D(mem_in_flight, 14 * XFRAG_CHUNK));
+	TRY(handoff_9000(t, &s, d, NULL, 1));
+	TRY(handoff_9000(t, &s, e, rev, 2));
 	return 0;
 }
 
