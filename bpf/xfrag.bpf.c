@@ -37,11 +37,103 @@ static __always_inline struct xfrag_stats *xfrag_st(void)
 	return bpf_map_lookup_elem(&xfrag_stats, &zero);
 }
 
-/* Way selection when the bucket has no free or expired way. */
-static __always_inline int xfrag_victim(__u32 policy)
+struct xfrag_victim_ctx {
+	__u64 now, warm_ns;
+	__u64 best_touch;
+	__s64 best_score;
+	__u32 base, skip, policy;
+	int best, best_warm;
+};
+
+/*
+ * One way as a candidate victim.  `lru`: the least recently touched.
+ * `progress`: ways that progressed within the warm window come last; then
+ * the least fraction received (the end estimated one average fragment past
+ * the highest byte until the last fragment is seen), less 1/8 for every
+ * fragment that arrived out of sequence; ties go to the least recently
+ * touched.  A pass-through record holds no memory: when not warm it goes
+ * first.  Complete datagrams waiting for TC are never victims.
+ */
+static long xfrag_victim_one(__u32 i, void *data)
 {
-	/* XFRAG_EVICT_REFUSE: like the kernel, refuse the new datagram. */
-	return -1;
+	struct xfrag_victim_ctx *vc = data;
+	__u32 idx = vc->base + i, total;
+	struct xfrag_way *x;
+	__s64 score = 0;
+	int warm = 0;
+
+	if (idx == vc->skip)
+		return 0;
+	x = bpf_map_lookup_elem(&xfrag_table, &idx);
+	if (!x)
+		return 1;
+	if (x->state != XFRAG_WAY_ACTIVE && x->state != XFRAG_WAY_PASS)
+		return 0;
+	if (vc->policy == XFRAG_EVICT_PROGRESS) {
+		warm = vc->now - x->touched_ns < vc->warm_ns;
+		if (x->state == XFRAG_WAY_PASS) {
+			score = -4096;
+		} else {
+			total = (x->flags & XFRAG_F_LAST_SEEN) ? x->end :
+				x->max_end + (x->nfrags ? x->rcvd / x->nfrags : 0);
+			if (total)
+				score = (__s64)(((__u64)x->rcvd * 1024) / total);
+			score -= (__s64)x->ooo * 128;
+		}
+	}
+	if (vc->best < 0 || warm < vc->best_warm ||
+	    (warm == vc->best_warm &&
+	     (score < vc->best_score ||
+	      (score == vc->best_score && x->touched_ns < vc->best_touch)))) {
+		vc->best = i;
+		vc->best_warm = warm;
+		vc->best_score = score;
+		vc->best_touch = x->touched_ns;
+	}
+	return 0;
+}
+
+/*
+ * Evict one way of the bucket at `base` (never `skip`) by `policy`;
+ * returns its offset in the bucket, or -1 when the policy refuses or no
+ * way may go.  Global: verified once, called from loops.
+ */
+__noinline int xfrag_evict(__u32 base, __u32 skip, __u32 policy,
+			   __u32 warm_ms)
+{
+	struct xfrag_victim_ctx vc = {};
+	struct xfrag_stats *st;
+	struct xfrag_pcpu *pc;
+	struct xfrag_way *x;
+	__u32 zero = 0, idx;
+
+	if (policy != XFRAG_EVICT_LRU && policy != XFRAG_EVICT_PROGRESS)
+		return -1;
+	vc.now = bpf_ktime_get_coarse_ns();
+	vc.warm_ns = (__u64)warm_ms * 1000000ULL;
+	vc.base = base;
+	vc.skip = skip;
+	vc.policy = policy;
+	vc.best = -1;
+	bpf_loop(xfrag_ways, xfrag_victim_one, &vc, 0);
+	if (vc.best < 0)
+		return -1;
+	idx = base + vc.best;
+	x = bpf_map_lookup_elem(&xfrag_table, &idx);
+	st = bpf_map_lookup_elem(&xfrag_stats, &zero);
+	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	if (!x || !st || !pc)
+		return -1;
+	if (x->state == XFRAG_WAY_PASS) {
+		st->pass_evicted++;
+		x->state = XFRAG_WAY_FREE;
+	} else {
+		st->frag_evicted += x->nfrags;
+		st->reasm_evicted++;
+		st->reasm_fails++;
+		xfrag_way_release(x, pc, st);
+	}
+	return vc.best;
 }
 
 /* Is the datagram, as far as known, too big for any delivery path? */
@@ -135,6 +227,31 @@ static __always_inline void xfrag_pass_track(struct xfrag_way *w,
 		w->state = XFRAG_WAY_FREE;
 }
 
+/*
+ * Memory held on this CPU above the high watermark: an evicting policy
+ * frees ways of this bucket (never the datagram being added to) until it
+ * is under the low one, or the bucket has nothing left to give.  Under
+ * `refuse` the budget alone decides (frag_nomem), as in the kernel.
+ */
+static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
+					    struct xfrag_stats *st, __u32 base,
+					    __u32 cur, __u32 policy,
+					    __u32 warm_ms, __u32 nchunks)
+{
+	__u64 budget = (__u64)xfrag_nchunks * XFRAG_CHUNK;
+	__u64 need = (__u64)nchunks * XFRAG_CHUNK;
+	__u64 high = cfg->mem_high ?: budget * 7 / 8;
+	__u64 low = cfg->mem_low ?: budget * 3 / 4;
+
+	if (policy == XFRAG_EVICT_REFUSE || st->mem_in_flight + need <= high)
+		return;
+	for (__u32 k = 0; k < XFRAG_MAX_WAYS; k++) {
+		if (st->mem_in_flight + need <= low ||
+		    xfrag_evict(base, cur, policy, warm_ms) < 0)
+			break;
+	}
+}
+
 struct xfrag_scan_ctx {
 	struct xfrag_key key;
 	__u64 now, timeout;
@@ -181,7 +298,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	struct xfrag_pcpu *pc;
 	struct xfrag_config *cp;
 	struct xfrag_way *w = NULL;
-	__u32 zero = 0, base, idx, hl, max_frags, limit;
+	__u32 zero = 0, base, idx, hl, max_frags, limit, policy, warm_ms;
 	__u64 now, timeout;
 	struct xfrag_scan_ctx sc = {};
 	int match, freew, rule, tc, v6;
@@ -221,6 +338,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	now = bpf_ktime_get_coarse_ns();
 	timeout = (__u64)(cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) * 1000000ULL;
 	max_frags = cfg.max_frags ?: XFRAG_DEF_MAX_FRAGS;
+	policy = cfg.evict ?: XFRAG_DEF_EVICT;
+	warm_ms = cfg.warm_ms ?: XFRAG_DEF_WARM_MS;
 	tc = (cfg.flags & XFRAG_CFG_TC) ||
 	     now - pc->tc_seen_ns < XFRAG_TC_ALIVE_NS;
 	limit = tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
@@ -292,7 +411,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			return XDP_PASS;
 		}
 		if (freew < 0)
-			freew = xfrag_victim(cfg.evict);
+			freew = xfrag_evict(base, base + xfrag_ways, policy,
+					    warm_ms);
 		if (freew < 0) {
 			st->frag_refused++;
 			return XDP_DROP;
@@ -313,6 +433,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w->rcvd = 0;
 		w->max_end = 0;
 		w->nchunks = 0;
+		w->ooo = 0;
 		st->dgrams_in_flight++;
 	}
 
@@ -326,6 +447,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		xfrag_way_discard(w, pc, st);
 		return XDP_DROP;
 	}
+	xfrag_make_room(&cfg, st, base, idx, policy, warm_ms,
+			(p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK);
 	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
 		/* Memory budget spent: the kernel's answer too (it refuses
 		 * every fragment above ipfrag_high_thresh). */
@@ -354,6 +477,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w->flags |= XFRAG_F_LAST_SEEN;
 		w->end = p->offset + p->len;
 	}
+	if (p->offset != w->max_end)
+		w->ooo++;
 	if (p->offset + p->len > w->max_end)
 		w->max_end = p->offset + p->len;
 	w->nfrags++;

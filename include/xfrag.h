@@ -96,18 +96,36 @@ struct xfrag_key {
  * a field left 0 means "built-in default", so the object also works when
  * loaded by xdp-loader, which leaves the map zeroed.
  */
-#define XFRAG_EVICT_REFUSE	0	/* kernel-like: refuse new datagrams */
+/*
+ * Overload policy: what a new datagram does when its bucket has no free
+ * way, and what XDP frees when memory held passes the high watermark.
+ * Time-outs always reclaim first, and only the bucket being visited is
+ * ever looked at.
+ */
+#define XFRAG_EVICT_DEFAULT	0	/* built-in: XFRAG_DEF_EVICT */
+#define XFRAG_EVICT_REFUSE	1	/* kernel-like: refuse new datagrams */
+#define XFRAG_EVICT_LRU		2	/* evict the least recently touched */
+#define XFRAG_EVICT_PROGRESS	3	/* evict the least likely to complete */
+#define XFRAG_DEF_EVICT		XFRAG_EVICT_PROGRESS
+
+/* `progress` spares datagrams that progressed this recently. */
+#define XFRAG_DEF_WARM_MS	50
 
 struct xfrag_config {
 	__u32 timeout_ms;	/* 0: XFRAG_DEF_TIMEOUT_MS */
 	__u32 max_frags;	/* 0: XFRAG_DEF_MAX_FRAGS */
-	__u32 evict;		/* XFRAG_EVICT_* */
+	__u32 evict;		/* XFRAG_EVICT_*; 0: XFRAG_DEF_EVICT */
 	__u32 flags;		/* XFRAG_CFG_* */
 	/* Written by `xfrag attach` for `xfrag status`; unused by BPF. */
 	__u32 buckets;
 	__u32 ways;
 	__u32 mem_per_cpu;	/* bytes */
 	__u32 xdp_mode;		/* enum xdp_attach_mode of libxdp */
+	/* Run-time tunables, continued (0: default). */
+	__u32 warm_ms;		/* 0: XFRAG_DEF_WARM_MS */
+	__u32 mem_high;		/* bytes per CPU; 0: 7/8 of the budget */
+	__u32 mem_low;		/* bytes per CPU; 0: 3/4 of the budget */
+	__u32 quota;		/* datagrams in flight per source per CPU; 0 off */
 };
 
 /* Set by `xfrag attach` once the TC half is attached. */
@@ -178,6 +196,8 @@ struct xfrag_way {
 	__u32 rcvd;		/* payload bytes stored */
 	__u32 max_end;		/* highest end seen so far */
 	__u32 nchunks;		/* chunks held */
+	__u16 ooo;		/* fragments that arrived out of sequence */
+	__u16 pad;
 	__u8 hdr[XFRAG_HDR_MAX];
 	struct xfrag_desc desc[XFRAG_MAX_DESC];
 };
@@ -216,6 +236,8 @@ struct xfrag_pcpu {
 	X(handoff_lost, C, "datagrams never collected by TC")		\
 	X(pass_dgrams, C, "datagrams passed to the kernel untouched (too big to rebuild)") \
 	X(pass_no_tc, C, "of which: no TC half, size unknown or beyond the frame") \
+	X(reasm_evicted, C, "datagrams evicted to make room (in reasm_fails)") \
+	X(pass_evicted, C, "pass-through records evicted to make room") \
 	X(bytes_reasm, C, "payload bytes in reassembled datagrams")	\
 	X(frag_reasm, C, "fragments: part of a reassembled datagram")	\
 	X(frag_passed, C, "fragments: passed to the kernel untouched")	\
@@ -231,6 +253,7 @@ struct xfrag_pcpu {
 	X(frag_bad_end, C, "fragments: inconsistent end of datagram")	\
 	X(frag_too_many, C, "fragments: too many in one datagram")	\
 	X(frag_discarded, C, "fragments: held by a datagram discarded later") \
+	X(frag_evicted, C, "fragments: held by a datagram evicted") \
 	X(frag_atomic, C, "fragments: IPv6 atomic, passed on (RFC 6946)") \
 	X(frag_bad_len, C, "fragments: IPv6 non-last, length not 8k (RFC 8200)") \
 	X(frag_bad_chain, C, "fragments: IPv6 first without whole header chain (RFC 7112)") \

@@ -53,6 +53,7 @@ expect attach 0 in_ns $X attach xfc0 --mode skb --buckets 64 --ways 4 \
 	--mem-per-cpu 256k --timeout 1000 --max-frags 16
 expect attach-twice 3 in_ns $X attach xfc0 --mode skb
 in_ns $X status >/tmp/xf-cli.out 2>&1
+cp /tmp/xf-cli.out /tmp/xf-cli.status
 if grep -E '^xfc0 +[0-9]+ +skb +yes +- +64 +4 +262144 +1000 +16' /tmp/xf-cli.out >/dev/null; then
 	ok status-shows-limits
 else
@@ -67,6 +68,24 @@ fi
 expect stats-interval 0 in_ns $X stats xfc0 --interval 1 --count 1
 grep -q "/s" /tmp/xf-cli.out && ok stats-rates || ko stats-rates "no rates printed"
 expect stats-per-cpu 0 in_ns $X stats xfc0 --per-cpu
+# Run-time settings: written to the pinned config, shown by status.
+grep -E '^xfc0 .* progress +50 ' /tmp/xf-cli.status >/dev/null &&
+	ok status-default-policy ||
+	ko status-default-policy "$(cat /tmp/xf-cli.status)"
+expect config-help 0 $X config --help
+grep -q "refuse|lru|progress" /tmp/xf-cli.out && ok config-help-keys ||
+	ko config-help-keys "no settings in config --help"
+expect config-set 0 in_ns $X config xfc0 evict=lru warm=20 mem-high=200k \
+	mem-low=100k timeout=2000
+in_ns $X status >/tmp/xf-cli.out 2>&1
+grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400' /tmp/xf-cli.out >/dev/null &&
+	ok config-shown || ko config-shown "$(cat /tmp/xf-cli.out)"
+expect config-bad-key 2 in_ns $X config xfc0 speed=fast
+expect config-bad-policy 2 in_ns $X config xfc0 evict=random
+expect config-range 2 in_ns $X config xfc0 timeout=1
+expect config-low-above-high 2 in_ns $X config xfc0 mem-low=300k
+expect config-not-kv 2 in_ns $X config xfc0 lru
+expect config-not-attached 3 in_ns $X config xfc1 evict=lru
 bpftool map dump pinned /sys/fs/bpf/xfrag/xfc0/xfrag_stats >/tmp/xf-cli.out 2>&1
 grep -q '"reasm_reqds": 0' /tmp/xf-cli.out && ok bpftool-names ||
 	ko bpftool-names "$(head -c 300 /tmp/xf-cli.out)"

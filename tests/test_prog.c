@@ -160,6 +160,7 @@ enum { XDP_AND_TC = 0, XDP_ONLY, XDP_ONLY_PROVEN };
 struct setup {
 	__u32 buckets, ways, nchunks;		/* 0: defaults */
 	__u32 timeout_ms, max_frags;		/* xfrag_config */
+	__u32 evict, warm_ms;
 	int xdp_only;
 };
 
@@ -171,6 +172,8 @@ static int load(struct tctx *t, const struct setup *s)
 		.timeout_ms = s->timeout_ms,
 		.max_frags = s->max_frags,
 		.flags = s->xdp_only ? 0 : XFRAG_CFG_TC,
+		.evict = s->evict,
+		.warm_ms = s->warm_ms,
 	};
 	__u32 zero = 0;
 	int err;
@@ -1047,7 +1050,8 @@ static int t_refuse(struct tctx *t)
 	struct frame f;
 	struct snap s;
 
-	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 4 }));
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 4,
+				      .evict = XFRAG_EVICT_REFUSE }));
 	TRY(snap(t, -1, &s));
 	for (int i = 0; i < 5; i++) {
 		d = udp_dgram(500 + i, 2000);
@@ -1064,6 +1068,116 @@ static int t_refuse(struct tctx *t)
 	d = udp_dgram(504, 2000);
 	TRY(send_seq(t, d, (const struct fl[]){ { 0, 1480, 1 }, { 1480, 520, 0 } },
 		     NULL, 2, END_REBUILT));
+	return 0;
+}
+
+/* Fragments held for datagram `id` on this CPU, or -1 if none is held. */
+static int held(struct tctx *t, __u32 id)
+{
+	size_t wsz = (sizeof(struct xfrag_way) + 7) & ~7UL;
+	__u8 *buf = calloc(ncpus, wsz);
+	int n = -1;
+
+	if (!buf)
+		return -1;
+	for (__u32 i = 0; i < t->buckets * t->ways && n < 0; i++) {
+		struct xfrag_way *w = (struct xfrag_way *)(buf + cur_cpu * wsz);
+
+		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.xfrag_table),
+					&i, buf))
+			break;
+		if (w->state == XFRAG_WAY_ACTIVE && w->key.id == htons(id))
+			n = w->nfrags;
+	}
+	free(buf);
+	return n;
+}
+
+/* Send fragments (index into a 4-piece split of a 4800-byte datagram). */
+static int pieces(struct tctx *t, __u16 id, const int *ix, int n)
+{
+	struct dgram *d = udp_dgram(id, 4792);
+	struct fl fl[8];
+	struct frame f;
+
+	REQUIRE(split(d, 1200, fl) == 4, "4800 bytes, not 4 pieces");
+	for (int i = 0; i < n; i++) {
+		mkfrag(&f, d, fl[ix[i]].off, fl[ix[i]].len, fl[ix[i]].mf, 0);
+		TRY(send_drop(t, &f, "piece"));
+	}
+	return 0;
+}
+
+/*
+ * A full bucket (4 ways), a new datagram: `lru` evicts the least recently
+ * touched way, `progress` the one least likely to complete among those not
+ * warm, here the one whose only fragment came out of sequence.
+ */
+static int t_evict(struct tctx *t)
+{
+	int lru = t->arg == 0;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 4, .warm_ms = 10,
+				      .evict = lru ? XFRAG_EVICT_LRU :
+						     XFRAG_EVICT_PROGRESS }));
+	TRY(snap(t, -1, &s));
+	TRY(pieces(t, 600, (const int[]){ 0, 1, 2 }, 3));	/* 3/4 */
+	TRY(pieces(t, 601, (const int[]){ 0, 1 }, 2));		/* 2/4 */
+	TRY(pieces(t, 602, (const int[]){ 1 }, 1));		/* out of seq */
+	TRY(pieces(t, 603, (const int[]){ 0 }, 1));		/* 1/4 */
+	sleep_ms(30);		/* none warm any more */
+	TRY(pieces(t, 601, (const int[]){ 2 }, lru));	/* lru: 601 touched */
+	TRY(pieces(t, 604, (const int[]){ 0 }, 1));	/* the new datagram */
+	if (lru) {
+		/* Least recently touched: 600 (first), before 602, 603. */
+		REQUIRE(held(t, 600) < 0 && held(t, 602) == 1 &&
+			held(t, 603) == 1 && held(t, 601) == 3,
+			"lru evicted the wrong way: 600:%d 601:%d 602:%d 603:%d",
+			held(t, 600), held(t, 601), held(t, 602), held(t, 603));
+		EXPECT(t, &s, D(reasm_reqds, 9), D(frag_evicted, 3),
+		       D(reasm_evicted, 1), D(reasm_fails, 1),
+		       D(frags_in_flight, 6), D(dgrams_in_flight, 4),
+		       D(bytes_in_flight, 6 * 1200),
+		       D(mem_in_flight, 6 * XFRAG_CHUNK));
+		return 0;
+	}
+	REQUIRE(held(t, 602) < 0 && held(t, 600) == 3 && held(t, 601) == 2 &&
+		held(t, 603) == 1 && held(t, 604) == 1,
+		"progress evicted the wrong way: 600:%d 601:%d 602:%d 603:%d",
+		held(t, 600), held(t, 601), held(t, 602), held(t, 603));
+	/* All warm but one: the new one (604, warm) stays, 603 goes. */
+	TRY(pieces(t, 605, (const int[]){ 0 }, 1));
+	REQUIRE(held(t, 603) < 0 && held(t, 604) == 1 && held(t, 605) == 1,
+		"second eviction: 603:%d 604:%d 605:%d", held(t, 603),
+		held(t, 604), held(t, 605));
+	EXPECT(t, &s, D(reasm_reqds, 9), D(frag_evicted, 2),
+	       D(reasm_evicted, 2), D(reasm_fails, 2), D(frags_in_flight, 7),
+	       D(dgrams_in_flight, 4), D(bytes_in_flight, 7 * 1200),
+	       D(mem_in_flight, 7 * XFRAG_CHUNK));
+	return 0;
+}
+
+/*
+ * Above the high watermark (7/8 of 8 chunks) an evicting policy frees ways
+ * of the bucket until under the low one (3/4): the 8th chunk evicts two.
+ */
+static int t_watermark(struct tctx *t)
+{
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8, .nchunks = 8,
+				      .evict = XFRAG_EVICT_LRU }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < 8; i++)
+		TRY(pieces(t, 700 + i, (const int[]){ 0 }, 1));
+	REQUIRE(held(t, 700) < 0 && held(t, 701) < 0 && held(t, 702) == 1 &&
+		held(t, 707) == 1, "watermark evicted 700:%d 701:%d 702:%d",
+		held(t, 700), held(t, 701), held(t, 702));
+	EXPECT(t, &s, D(reasm_reqds, 8), D(frag_evicted, 2),
+	       D(reasm_evicted, 2), D(reasm_fails, 2), D(frags_in_flight, 6),
+	       D(dgrams_in_flight, 6), D(bytes_in_flight, 6 * 1200),
+	       D(mem_in_flight, 6 * XFRAG_CHUNK));
 	return 0;
 }
 
@@ -1111,7 +1225,8 @@ static int t_mem_small(struct tctx *t)
 	struct frame f;
 	struct snap s;
 
-	TRY(load(t, &(struct setup){ .nchunks = 4 }));
+	TRY(load(t, &(struct setup){ .nchunks = 4,
+				      .evict = XFRAG_EVICT_REFUSE }));
 	TRY(snap(t, -1, &s));
 	for (int i = 0; i < 3; i++) {
 		mkfrag(&f, a, 200 * i, 200, 1, 0);
@@ -1728,6 +1843,9 @@ static const struct {
 	{ "bad_header", t_bad_header, 0 },
 	{ "timeout", t_timeout, 0 },
 	{ "refuse", t_refuse, 0 },
+	{ "evict_lru", t_evict, 0 },
+	{ "evict_progress", t_evict, 1 },
+	{ "watermark_lru", t_watermark, 0 },
 	{ "mem_default_256", t_mem_default, 0 },
 	{ "mem_small_nomem", t_mem_small, 0 },
 	{ "pass_through_tc", t_pass, 0 },

@@ -142,7 +142,18 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			 xf_opt(opts, "timeout")->num : XFRAG_DEF_TIMEOUT_MS;
 	cfg.max_frags = xf_opt(opts, "max-frags")->set ?
 			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
-	cfg.evict = XFRAG_EVICT_REFUSE;
+	cfg.evict = XFRAG_DEF_EVICT;
+	for (const char *const *k = (const char *const[]){ "evict", "warm",
+			"mem-high", "mem-low", NULL }; *k; k++) {
+		struct xf_opt *o = xf_opt(opts, *k);
+
+		if (o->set && xf_config_set(&cfg, *k, o->val))
+			return XF_EXIT_USAGE;
+	}
+	if (cfg.mem_low && cfg.mem_high && cfg.mem_low > cfg.mem_high) {
+		fprintf(stderr, "xfrag attach: --mem-low above --mem-high\n");
+		return XF_EXIT_USAGE;
+	}
 	cfg.buckets = buckets;
 	cfg.ways = ways;
 	cfg.mem_per_cpu = mem;

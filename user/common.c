@@ -49,10 +49,14 @@ void xf_usage(const struct xf_cmd *cmd)
 	}
 	printf("  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
 	printf("  %-26s %s\n", "-h, --help", "show this help");
+	if (cmd->more_help) {
+		printf("\nSettings (key=value):\n");
+		cmd->more_help(stdout);
+	}
 }
 
 /* Parse "123", "4k", "2M", "1G" (powers of 1024). */
-static int parse_num(const char *s, uint64_t *out)
+int xf_parse_num(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -104,7 +108,7 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 		o->set = true;
 		o->val = optarg;
 		if (o->max) {
-			if (parse_num(optarg, &o->num) || o->num < o->min ||
+			if (xf_parse_num(optarg, &o->num) || o->num < o->min ||
 			    o->num > o->max) {
 				fprintf(stderr,
 					"xfrag %s: --%s %s: expected a number in [%llu..%llu]\n",

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <linux/types.h>
 #include "xfrag.h"
 
@@ -37,6 +38,7 @@ struct xf_cmd {
 	struct xf_opt *opts;	/* terminated by name == NULL */
 	int (*run)(int argc, char **argv, struct xf_opt *opts);
 	int min_args, max_args;
+	void (*more_help)(FILE *f);	/* after the options, or NULL */
 };
 
 extern int xf_verbose;
@@ -48,6 +50,10 @@ int xf_ifindex(const char *ifname);
 void xf_pin_dir(char *buf, size_t len, const char *ifname);
 int xf_pin_open(const char *ifname, const char *map);
 int xf_err_exit(int err);
+int xf_parse_num(const char *s, uint64_t *out);
+int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val);
+const char *xf_evict_name(__u32 evict);
+void xf_config_keys(FILE *f);
 int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		  struct xfrag_stats **percpu, int *ncpu);
 
@@ -55,6 +61,7 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_config(int argc, char **argv, struct xf_opt *opts);
 
 /* Counter metadata from the X-macro list. */
 struct xf_counter {

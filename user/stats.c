@@ -206,13 +206,14 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		printf("xfrag is not attached anywhere (no %s)\n", XFRAG_PIN_ROOT);
 		return XF_EXIT_OK;
 	}
-	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s\n",
+	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s\n",
 	       "interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
-	       "mem/cpu", "timeout_ms", "frags");
+	       "mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
+	       "mem_low");
 	while ((de = readdir(d))) {
 		struct xfrag_config cfg = {};
 		const char *tc, *room;
-		__u32 zero = 0;
+		__u32 zero = 0, mem;
 		int fd;
 
 		if (de->d_name[0] == '.')
@@ -225,14 +226,22 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		close(fd);
 		tc = cfg.flags & XFRAG_CFG_TC ? "yes" : "no";
 		pcpu_state(de->d_name, &tc, &room);
-		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u\n",
+		mem = cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM;
+		mem -= mem % XFRAG_CHUNK;
+		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu\n",
 		       de->d_name, if_nametoindex(de->d_name),
 		       cfg.buckets ? mode_name(cfg.xdp_mode) : "loader", tc, room,
 		       cfg.buckets ? cfg.buckets : XFRAG_DEF_BUCKETS,
 		       cfg.ways ? cfg.ways : XFRAG_DEF_WAYS,
 		       cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM,
 		       cfg.timeout_ms ? cfg.timeout_ms : XFRAG_DEF_TIMEOUT_MS,
-		       cfg.max_frags ? cfg.max_frags : XFRAG_DEF_MAX_FRAGS);
+		       cfg.max_frags ? cfg.max_frags : XFRAG_DEF_MAX_FRAGS,
+		       xf_evict_name(cfg.evict),
+		       cfg.warm_ms ? cfg.warm_ms : XFRAG_DEF_WARM_MS,
+		       cfg.mem_high ? (unsigned long long)cfg.mem_high :
+				      (unsigned long long)mem * 7 / 8,
+		       cfg.mem_low ? (unsigned long long)cfg.mem_low :
+				     (unsigned long long)mem * 3 / 4);
 		n++;
 	}
 	closedir(d);

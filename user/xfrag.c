@@ -27,6 +27,14 @@ static struct xf_opt attach_opts[] = {
 	NUM("max-frags", "N", "fragments per datagram",
 	    STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC),
 	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
+	STROPT("evict", "refuse|lru|progress",
+	       "overload policy (see xfrag config --help)", "progress"),
+	NUM("warm", "MS", "progress: spare datagrams that progressed this recently",
+	    STR(XFRAG_DEF_WARM_MS), 0, 60000),
+	NUM("mem-high", "BYTES", "evict above this per CPU (k/M/G)",
+	    "7/8 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
+	NUM("mem-low", "BYTES", "evict down to this per CPU",
+	    "3/4 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
 	END
 };
 
@@ -55,6 +63,11 @@ static const struct xf_cmd cmds[] = {
 	{ .name = "status", .args = "",
 	  .summary = "list interfaces with xfrag and their limits",
 	  .opts = none_opts, .run = xf_cmd_status },
+	{ .name = "config", .args = "IFACE key=value...",
+	  .summary = "change the policy and limits of an attached instance "
+		     "at run time",
+	  .opts = none_opts, .run = xf_cmd_config, .min_args = 2,
+	  .max_args = 16, .more_help = xf_config_keys },
 	{ .name = "stats", .args = "IFACE",
 	  .summary = "print xfrag's counters for IFACE (summed over CPUs)",
 	  .opts = stats_opts, .run = xf_cmd_stats, .min_args = 1,
