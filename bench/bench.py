@@ -43,8 +43,11 @@ def scenarios(quick):
     s.append(("3 loss 1%", dict(size=4416, loss=1)))
     # 4: honest 4416 at half the generator's rate, attack at the other half
     s.append(("4 honest alone, half rate", dict(size=4416, half=1)))
-    s.append(("4 attack, one source", dict(size=4416, attack=1)))
-    s.append(("4 attack, spoofed", dict(size=4416, attack=1, spoof=1)))
+    for ev in ("progress", "lru", "refuse"):
+        s.append((f"4 attack, one source, {ev}",
+                  dict(size=4416, attack=1, evict=ev)))
+        s.append((f"4 attack, spoofed, {ev}",
+                  dict(size=4416, attack=1, spoof=1, evict=ev)))
     return s
 
 
@@ -76,9 +79,10 @@ class Rig:
         return json.loads(sh(*self.rcv, self.a.xfrag, "stats", self.a.iface,
                              "--json"))
 
-    def attach(self):
+    def attach(self, evict=None):
         sh(*self.rcv, self.a.xfrag, "detach", self.a.iface, check=False)
-        sh(*self.rcv, self.a.xfrag, "attach", self.a.iface, "--mode", "native")
+        sh(*self.rcv, self.a.xfrag, "attach", self.a.iface, "--mode",
+           "native", *(["--evict", evict] if evict else []))
 
     def detach(self):
         sh(*self.rcv, self.a.xfrag, "detach", self.a.iface, check=False)
@@ -229,7 +233,7 @@ def main():
             if rig.kernel_frag_mem():
                 rig.fresh()
             if mode == "xfrag":
-                rig.attach()
+                rig.attach(p.get("evict"))
             elif mode == "xdp-pass":
                 rig.xdp_pass(True)
             try:
