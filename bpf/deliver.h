@@ -162,6 +162,7 @@ static __always_inline int xfrag_deliver(struct xdp_md *ctx,
 			st->dgrams_in_flight--;
 			st->frags_in_flight -= w->nfrags;
 			st->handoff_pending++;
+			xfrag_quota_put(w);	/* complete: not in flight */
 			w->state = XFRAG_WAY_HANDOFF;
 			w->touched_ns = now;
 			return XDP_PASS;

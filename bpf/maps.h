@@ -64,6 +64,19 @@ struct {
 } xfrag_stats SEC(".maps");
 
 /* Run-time tunables; 0 in a field means its built-in default. */
+/* In-flight datagrams per source slot (the quota), per CPU. */
+struct xfrag_srcq {
+	__u16 n[XFRAG_SRCQ_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_srcq);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_srcq SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

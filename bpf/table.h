@@ -71,11 +71,11 @@ static __always_inline int xfrag_key_eq(const struct xfrag_key *a,
 		(x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
 }
 
-/* First way of the key's bucket. */
-static __always_inline __u32 xfrag_bucket_base(struct xfrag_pcpu *pc,
-					       const struct xfrag_key *key)
+/* The hash secret: the loader's, else this CPU's own. */
+static __always_inline void xfrag_secret_of(struct xfrag_pcpu *pc, __u64 *k0p,
+					    __u64 *k1p)
 {
-	__u64 k0 = xfrag_secret[0], k1 = xfrag_secret[1], h;
+	__u64 k0 = xfrag_secret[0], k1 = xfrag_secret[1];
 
 	if (!(k0 | k1)) {
 		/* No secret from the loader (xdp-loader): one per CPU, drawn
@@ -89,9 +89,35 @@ static __always_inline __u32 xfrag_bucket_base(struct xfrag_pcpu *pc,
 		k0 = pc->secret[0];
 		k1 = pc->secret[1];
 	}
+	*k0p = k0;
+	*k1p = k1;
+}
+
+/* First way of the key's bucket. */
+static __always_inline __u32 xfrag_bucket_base(struct xfrag_pcpu *pc,
+					       const struct xfrag_key *key)
+{
+	__u64 k0, k1, h;
+
+	xfrag_secret_of(pc, &k0, &k1);
 	h = xfrag_hash(key, k0, k1);
 	/* Multiply-shift maps 32 hash bits onto [0, buckets) without a divide. */
 	return (__u32)(((h & 0xffffffff) * xfrag_buckets) >> 32) * xfrag_ways;
+}
+
+/* Quota slot of the key's source (IPv4 address, IPv6 /64). */
+static __always_inline __u32 xfrag_srcq_slot(struct xfrag_pcpu *pc,
+					     const struct xfrag_key *key)
+{
+	struct xfrag_key s = {};
+	__u64 k0, k1;
+
+	s.family = key->family;
+	s.saddr[0] = key->saddr[0];
+	if (key->family == XFRAG_AF_INET6)
+		s.saddr[1] = key->saddr[1];
+	xfrag_secret_of(pc, &k0, &k1);
+	return xfrag_hash(&s, k0, k1) & (XFRAG_SRCQ_SLOTS - 1);
 }
 
 /* ---- Chunks --------------------------------------------------------------- */
@@ -148,6 +174,23 @@ static long xfrag_free_one(__u32 i, void *data)
 	return 0;
 }
 
+/* The datagram no longer counts against its source's quota. */
+static __always_inline void xfrag_quota_put(struct xfrag_way *w)
+{
+	struct xfrag_srcq *q;
+	__u32 zero = 0, i;
+
+	if (!(w->flags & XFRAG_F_QUOTA))
+		return;
+	w->flags &= ~XFRAG_F_QUOTA;
+	q = bpf_map_lookup_elem(&xfrag_srcq, &zero);
+	if (!q)
+		return;
+	i = XFRAG_IDX(w->srcq & (XFRAG_SRCQ_SLOTS - 1), XFRAG_SRCQ_SLOTS);
+	if (q->n[i])
+		q->n[i]--;
+}
+
 /*
  * Return a way's chunks and take it out of the gauges.  The caller has
  * already counted the outcome of the fragments it held.
@@ -172,6 +215,7 @@ static __noinline void xfrag_way_release(struct xfrag_way *w,
 	}
 	st->bytes_in_flight -= w->rcvd;
 	st->mem_in_flight -= (__u64)w->nchunks * XFRAG_CHUNK;
+	xfrag_quota_put(w);
 	w->state = XFRAG_WAY_FREE;
 	w->ndesc = 0;
 	w->nchunks = 0;

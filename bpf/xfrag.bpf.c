@@ -299,6 +299,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	struct xfrag_config *cp;
 	struct xfrag_way *w = NULL;
 	__u32 zero = 0, base, idx, hl, max_frags, limit, policy, warm_ms;
+	struct xfrag_srcq *q = NULL;
+	__u32 slot = 0;
 	__u64 now, timeout;
 	struct xfrag_scan_ctx sc = {};
 	int match, freew, rule, tc, v6;
@@ -410,6 +412,17 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			}
 			return XDP_PASS;
 		}
+		/* A source over its quota is refused before it can evict
+		 * anybody else's datagram. */
+		if (cfg.quota) {
+			slot = xfrag_srcq_slot(pc, &p->key);
+			q = bpf_map_lookup_elem(&xfrag_srcq, &zero);
+			if (q && q->n[XFRAG_IDX(slot, XFRAG_SRCQ_SLOTS)] >=
+				 cfg.quota) {
+				st->frag_quota++;
+				return XDP_DROP;
+			}
+		}
 		if (freew < 0)
 			freew = xfrag_evict(base, base + xfrag_ways, policy,
 					    warm_ms);
@@ -434,6 +447,11 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w->max_end = 0;
 		w->nchunks = 0;
 		w->ooo = 0;
+		if (q) {
+			q->n[XFRAG_IDX(slot, XFRAG_SRCQ_SLOTS)]++;
+			w->srcq = slot;
+			w->flags |= XFRAG_F_QUOTA;
+		}
 		st->dgrams_in_flight++;
 	}
 

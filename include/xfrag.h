@@ -108,6 +108,14 @@ struct xfrag_key {
 #define XFRAG_EVICT_PROGRESS	3	/* evict the least likely to complete */
 #define XFRAG_DEF_EVICT		XFRAG_EVICT_PROGRESS
 
+/*
+ * Per-source quota: in-flight datagrams are counted per CPU in one of
+ * XFRAG_SRCQ_SLOTS slots picked by the keyed hash of the source address
+ * (IPv6: its /64).  Sources sharing a slot share its quota: a collision can
+ * only make the limit stricter, never looser.
+ */
+#define XFRAG_SRCQ_SLOTS	4096
+
 /* `progress` spares datagrams that progressed this recently. */
 #define XFRAG_DEF_WARM_MS	50
 
@@ -181,6 +189,7 @@ struct xfrag_desc {
 #define XFRAG_F_LAST_SEEN	(1U << 0)	/* fragment with MF=0 arrived */
 #define XFRAG_F_FIRST_SEEN	(1U << 1)	/* offset-0 fragment arrived */
 #define XFRAG_F_DF		(1U << 2)	/* first fragment had DF */
+#define XFRAG_F_QUOTA		(1U << 3)	/* counted in xfrag_srcq[srcq] */
 
 struct xfrag_way {
 	struct xfrag_key key;
@@ -197,7 +206,7 @@ struct xfrag_way {
 	__u32 max_end;		/* highest end seen so far */
 	__u32 nchunks;		/* chunks held */
 	__u16 ooo;		/* fragments that arrived out of sequence */
-	__u16 pad;
+	__u16 srcq;		/* slot of its source in xfrag_srcq */
 	__u8 hdr[XFRAG_HDR_MAX];
 	struct xfrag_desc desc[XFRAG_MAX_DESC];
 };
@@ -246,6 +255,7 @@ struct xfrag_pcpu {
 	X(frag_timeout, C, "fragments: datagram timed out")		\
 	X(frag_refused, C, "fragments: refused, no free way in bucket") \
 	X(frag_nomem, C, "fragments: refused, memory budget spent")	\
+	X(frag_quota, C, "fragments: refused, source over its quota")	\
 	X(frag_bad_header, C, "fragments: invalid IP header")		\
 	X(frag_too_long, C, "fragments: datagram beyond 65535 bytes")	\
 	X(frag_oversize, C, "fragments: datagram beyond the delivery limit") \

@@ -76,9 +76,9 @@ expect config-help 0 $X config --help
 grep -q "refuse|lru|progress" /tmp/xf-cli.out && ok config-help-keys ||
 	ko config-help-keys "no settings in config --help"
 expect config-set 0 in_ns $X config xfc0 evict=lru warm=20 mem-high=200k \
-	mem-low=100k timeout=2000
+	mem-low=100k timeout=2000 quota=5
 in_ns $X status >/tmp/xf-cli.out 2>&1
-grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400' /tmp/xf-cli.out >/dev/null &&
+grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400 +5$' /tmp/xf-cli.out >/dev/null &&
 	ok config-shown || ko config-shown "$(cat /tmp/xf-cli.out)"
 expect config-bad-key 2 in_ns $X config xfc0 speed=fast
 expect config-bad-policy 2 in_ns $X config xfc0 evict=random

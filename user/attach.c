@@ -60,7 +60,7 @@ static int ensure_bpffs(void)
 
 static const char *const pinned_maps[] = {
 	"xfrag_table", "xfrag_chunks", "xfrag_free",
-	"xfrag_pcpu", "xfrag_stats", "xfrag_config",
+	"xfrag_pcpu", "xfrag_stats", "xfrag_config", "xfrag_srcq",
 };
 
 static void unpin_all(const char *ifname)
@@ -144,7 +144,7 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
 	cfg.evict = XFRAG_DEF_EVICT;
 	for (const char *const *k = (const char *const[]){ "evict", "warm",
-			"mem-high", "mem-low", NULL }; *k; k++) {
+			"mem-high", "mem-low", "quota", NULL }; *k; k++) {
 		struct xf_opt *o = xf_opt(opts, *k);
 
 		if (o->set && xf_config_set(&cfg, *k, o->val))

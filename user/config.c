@@ -42,6 +42,8 @@ static const struct tunable {
 	  XFRAG_CHUNK, XFRAG_MAX_MEM, offsetof(struct xfrag_config, mem_high) },
 	{ "mem-low", "bytes per CPU eviction brings memory down to", XFRAG_CHUNK,
 	  XFRAG_MAX_MEM, offsetof(struct xfrag_config, mem_low) },
+	{ "quota", "in-flight datagrams per source (IPv6: /64) per CPU, 0 off",
+	  0, 65535, offsetof(struct xfrag_config, quota) },
 };
 
 void xf_config_keys(FILE *f)

@@ -206,10 +206,10 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		printf("xfrag is not attached anywhere (no %s)\n", XFRAG_PIN_ROOT);
 		return XF_EXIT_OK;
 	}
-	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s\n",
+	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s\n",
 	       "interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
 	       "mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
-	       "mem_low");
+	       "mem_low", "quota");
 	while ((de = readdir(d))) {
 		struct xfrag_config cfg = {};
 		const char *tc, *room;
@@ -228,7 +228,7 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		pcpu_state(de->d_name, &tc, &room);
 		mem = cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM;
 		mem -= mem % XFRAG_CHUNK;
-		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu\n",
+		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u\n",
 		       de->d_name, if_nametoindex(de->d_name),
 		       cfg.buckets ? mode_name(cfg.xdp_mode) : "loader", tc, room,
 		       cfg.buckets ? cfg.buckets : XFRAG_DEF_BUCKETS,
@@ -241,7 +241,8 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		       cfg.mem_high ? (unsigned long long)cfg.mem_high :
 				      (unsigned long long)mem * 7 / 8,
 		       cfg.mem_low ? (unsigned long long)cfg.mem_low :
-				     (unsigned long long)mem * 3 / 4);
+				     (unsigned long long)mem * 3 / 4,
+		       cfg.quota);
 		n++;
 	}
 	closedir(d);

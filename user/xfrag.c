@@ -35,6 +35,8 @@ static struct xf_opt attach_opts[] = {
 	    "7/8 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
 	NUM("mem-low", "BYTES", "evict down to this per CPU",
 	    "3/4 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
+	NUM("quota", "N", "in-flight datagrams per source per CPU (0: off)",
+	    "0", 0, 65535),
 	END
 };
 
