@@ -25,7 +25,8 @@ BPF_HDRS := $(wildcard bpf/*.h) include/xfrag.h vmlinux.h
 USER_SRC := $(wildcard user/*.c)
 USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
-TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck
+TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck $(OUT)/gen \
+	     $(OUT)/sink
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin
 
@@ -59,7 +60,7 @@ $(OUT)/udpcheck: tests/udpcheck.c
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
 # ---- Benchmark (bench/): never part of `make test` -------------------------
-BENCH_BINS := $(OUT)/micro $(OUT)/gen $(OUT)/sink
+BENCH_BINS := $(OUT)/micro
 
 bench-bin: all $(BENCH_BINS)
 

@@ -64,6 +64,21 @@ struct {
 } xfrag_stats SEC(".maps");
 
 /* Run-time tunables; 0 in a field means its built-in default. */
+/* Each CPU's sweeper (an ARRAY: timers live in no per-CPU map). */
+struct xfrag_sweep {
+	struct bpf_timer timer;
+	__u32 next;		/* first bucket of the next slice */
+	__u32 armed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XFRAG_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct xfrag_sweep);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_sweep SEC(".maps");
+
 /* In-flight datagrams per source slot (the quota), per CPU. */
 struct xfrag_srcq {
 	__u16 n[XFRAG_SRCQ_SLOTS];

@@ -15,6 +15,7 @@
 #include "rules.h"
 #include "deliver.h"
 
+#define CLOCK_MONOTONIC	1
 #define TC_ACT_OK	0
 #define TC_ACT_SHOT	2
 
@@ -37,6 +38,26 @@ static __always_inline struct xfrag_stats *xfrag_st(void)
 	return bpf_map_lookup_elem(&xfrag_stats, &zero);
 }
 
+#define XFRAG_ROOM_EVICT	2	/* evictions per visit for memory */
+#define XFRAG_SCORE_ANY		(1LL << 40)	/* no limit on the victim */
+
+/*
+ * How likely a datagram is to complete, for `progress`: the fraction
+ * received in 1/1024 (the end estimated one average fragment past the
+ * highest byte until the last fragment is seen), less 1/8 for every
+ * fragment that arrived out of sequence.
+ */
+static __always_inline __s64 xfrag_score(__u32 rcvd, __u32 nfrags,
+					 __u32 max_end, __u32 end, __u32 ooo)
+{
+	__u32 total = end ? end : max_end + (nfrags ? rcvd / nfrags : 0);
+	__s64 score = 0;
+
+	if (total)
+		score = (__s64)(((__u64)rcvd * 1024) / total);
+	return score - (__s64)ooo * 128;
+}
+
 struct xfrag_victim_ctx {
 	__u64 now, warm_ns;
 	__u64 best_touch;
@@ -48,16 +69,14 @@ struct xfrag_victim_ctx {
 /*
  * One way as a candidate victim.  `lru`: the least recently touched.
  * `progress`: ways that progressed within the warm window come last; then
- * the least fraction received (the end estimated one average fragment past
- * the highest byte until the last fragment is seen), less 1/8 for every
- * fragment that arrived out of sequence; ties go to the least recently
- * touched.  A pass-through record holds no memory: when not warm it goes
- * first.  Complete datagrams waiting for TC are never victims.
+ * the lowest xfrag_score(); ties go to the least recently touched.  A
+ * pass-through record holds no memory: when not warm it goes first.
+ * Complete datagrams waiting for TC are never victims.
  */
 static long xfrag_victim_one(__u32 i, void *data)
 {
 	struct xfrag_victim_ctx *vc = data;
-	__u32 idx = vc->base + i, total;
+	__u32 idx = vc->base + i;
 	struct xfrag_way *x;
 	__s64 score = 0;
 	int warm = 0;
@@ -71,15 +90,12 @@ static long xfrag_victim_one(__u32 i, void *data)
 		return 0;
 	if (vc->policy == XFRAG_EVICT_PROGRESS) {
 		warm = vc->now - x->touched_ns < vc->warm_ns;
-		if (x->state == XFRAG_WAY_PASS) {
+		if (x->state == XFRAG_WAY_PASS)
 			score = -4096;
-		} else {
-			total = (x->flags & XFRAG_F_LAST_SEEN) ? x->end :
-				x->max_end + (x->nfrags ? x->rcvd / x->nfrags : 0);
-			if (total)
-				score = (__s64)(((__u64)x->rcvd * 1024) / total);
-			score -= (__s64)x->ooo * 128;
-		}
+		else
+			score = xfrag_score(x->rcvd, x->nfrags, x->max_end,
+					    (x->flags & XFRAG_F_LAST_SEEN) ?
+					    x->end : 0, x->ooo);
 	}
 	if (vc->best < 0 || warm < vc->best_warm ||
 	    (warm == vc->best_warm &&
@@ -96,10 +112,12 @@ static long xfrag_victim_one(__u32 i, void *data)
 /*
  * Evict one way of the bucket at `base` (never `skip`) by `policy`;
  * returns its offset in the bucket, or -1 when the policy refuses or no
- * way may go.  Global: verified once, called from loops.
+ * way may go.  Under `progress` a warm victim must score at most `limit`
+ * (the datagram that wants the room).  Global: verified once, called from
+ * loops.
  */
 __noinline int xfrag_evict(__u32 base, __u32 skip, __u32 policy,
-			   __u32 warm_ms)
+			   __u32 warm_ms, __s64 limit)
 {
 	struct xfrag_victim_ctx vc = {};
 	struct xfrag_stats *st;
@@ -116,7 +134,7 @@ __noinline int xfrag_evict(__u32 base, __u32 skip, __u32 policy,
 	vc.policy = policy;
 	vc.best = -1;
 	bpf_loop(xfrag_ways, xfrag_victim_one, &vc, 0);
-	if (vc.best < 0)
+	if (vc.best < 0 || (vc.best_warm && vc.best_score > limit))
 		return -1;
 	idx = base + vc.best;
 	x = bpf_map_lookup_elem(&xfrag_table, &idx);
@@ -229,14 +247,20 @@ static __always_inline void xfrag_pass_track(struct xfrag_way *w,
 
 /*
  * Memory held on this CPU above the high watermark: an evicting policy
- * frees ways of this bucket (never the datagram being added to) until it
- * is under the low one, or the bucket has nothing left to give.  Under
+ * frees ways of this bucket (never the datagram being added to), at most
+ * XFRAG_ROOM_EVICT a visit, until it is under the low one.  Memory comes
+ * down over the visits, each bounded.  The bucket is not where the memory
+ * is, so under `progress` a warm way goes only for a datagram at least as
+ * likely to complete (`score`, the one being added to, with this
+ * fragment): a flood of fresh first fragments must not push out datagrams
+ * in progress; it runs out of memory itself (frag_nomem) instead.  Under
  * `refuse` the budget alone decides (frag_nomem), as in the kernel.
  */
 static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
 					    struct xfrag_stats *st, __u32 base,
 					    __u32 cur, __u32 policy,
-					    __u32 warm_ms, __u32 nchunks)
+					    __u32 warm_ms, __u32 nchunks,
+					    __s64 score)
 {
 	__u64 budget = (__u64)xfrag_nchunks * XFRAG_CHUNK;
 	__u64 need = (__u64)nchunks * XFRAG_CHUNK;
@@ -245,9 +269,9 @@ static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
 
 	if (policy == XFRAG_EVICT_REFUSE || st->mem_in_flight + need <= high)
 		return;
-	for (__u32 k = 0; k < XFRAG_MAX_WAYS; k++) {
+	for (__u32 k = 0; k < XFRAG_ROOM_EVICT; k++) {
 		if (st->mem_in_flight + need <= low ||
-		    xfrag_evict(base, cur, policy, warm_ms) < 0)
+		    xfrag_evict(base, cur, policy, warm_ms, score) < 0)
 			break;
 	}
 }
@@ -290,6 +314,81 @@ static long xfrag_scan_one(__u32 i, void *data)
 	return 0;
 }
 
+/* ---- The sweeper ------------------------------------------------------------ */
+
+struct xfrag_sweep_ctx {
+	__u64 now, timeout;
+	struct xfrag_pcpu *pc;
+	struct xfrag_stats *st;
+	__u32 first;		/* first way index of the slice */
+	__u32 nways;		/* ways in the table */
+};
+
+static long xfrag_sweep_one(__u32 i, void *data)
+{
+	struct xfrag_sweep_ctx *c = data;
+	__u32 idx = c->first + i;
+	struct xfrag_way *x;
+
+	if (idx >= c->nways)
+		return 1;
+	x = bpf_map_lookup_elem(&xfrag_table, &idx);
+	if (!x)
+		return 1;
+	xfrag_way_expire(x, c->pc, c->st, c->now, c->timeout);
+	return 0;
+}
+
+/*
+ * Runs on the CPU that armed it (BPF_F_TIMER_CPU_PIN), so the per-CPU maps
+ * it reads are that CPU's, the same ones its XDP program writes.
+ */
+static int xfrag_sweep_cb(void *map, __u32 *key, struct xfrag_sweep *sw)
+{
+	struct xfrag_sweep_ctx c = {};
+	struct xfrag_config *cp;
+	__u32 zero = 0, per, nb = xfrag_buckets;
+
+	cp = bpf_map_lookup_elem(&xfrag_config, &zero);
+	c.pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+	c.st = bpf_map_lookup_elem(&xfrag_stats, &zero);
+	if (cp && c.pc && c.st && nb) {
+		/* A tenth of the table a tick, at most XFRAG_SWEEP_MAX ways. */
+		per = nb / 10 + 1;
+		if (per * xfrag_ways > XFRAG_SWEEP_MAX)
+			per = XFRAG_SWEEP_MAX / xfrag_ways ?: 1;
+		if (sw->next >= nb)
+			sw->next = 0;
+		c.now = bpf_ktime_get_coarse_ns();
+		c.timeout = (__u64)(cp->timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) *
+			    1000000ULL;
+		c.first = sw->next * xfrag_ways;
+		c.nways = nb * xfrag_ways;
+		bpf_loop(per * xfrag_ways, xfrag_sweep_one, &c, 0);
+		sw->next += per;
+	}
+	bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN);
+	return 0;
+}
+
+/* Arm this CPU's sweeper once (on its first fragment). */
+static __always_inline void xfrag_sweep_arm(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct xfrag_sweep *sw;
+
+	if (cpu >= XFRAG_MAX_CPUS)
+		return;
+	sw = bpf_map_lookup_elem(&xfrag_sweep, &cpu);
+	if (!sw || sw->armed)
+		return;
+	sw->armed = 1;
+	if (bpf_timer_init(&sw->timer, &xfrag_sweep, CLOCK_MONOTONIC) ||
+	    bpf_timer_set_callback(&sw->timer, xfrag_sweep_cb) ||
+	    bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN))
+		return;		/* lazy expiry still reclaims */
+}
+
 static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 					  struct xfrag_pkt *p, int parsed)
 {
@@ -311,6 +410,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	if (!st || !pc || !cp)
 		return XDP_PASS;	/* cannot happen: arrays of one */
 	cfg = *cp;
+	xfrag_sweep_arm();
 	st->reasm_reqds++;
 	v6 = p->key.family == XFRAG_AF_INET6;
 	if (v6)
@@ -425,7 +525,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		}
 		if (freew < 0)
 			freew = xfrag_evict(base, base + xfrag_ways, policy,
-					    warm_ms);
+					    warm_ms, XFRAG_SCORE_ANY);
 		if (freew < 0) {
 			st->frag_refused++;
 			return XDP_DROP;
@@ -466,7 +566,13 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		return XDP_DROP;
 	}
 	xfrag_make_room(&cfg, st, base, idx, policy, warm_ms,
-			(p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK);
+			(p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK,
+			xfrag_score(w->rcvd + p->len, w->nfrags + 1,
+				    p->offset + p->len > w->max_end ?
+				    p->offset + p->len : w->max_end,
+				    !p->more ? p->offset + p->len :
+				    (w->flags & XFRAG_F_LAST_SEEN) ? w->end : 0,
+				    w->ooo + (p->offset != w->max_end)));
 	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
 		/* Memory budget spent: the kernel's answer too (it refuses
 		 * every fragment above ipfrag_high_thresh). */

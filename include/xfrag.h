@@ -67,6 +67,16 @@
 #define XFRAG_ROOM_SMALL	1024
 #define XFRAG_ROOM_PROOF	8
 
+/*
+ * The sweeper: a timer per CPU (pinned to it) visits a slice of the buckets
+ * every XFRAG_SWEEP_NS and reclaims what has timed out, so the in-flight
+ * gauges fall back to zero without traffic; at most XFRAG_SWEEP_MAX ways
+ * per tick (a whole default table about once a second).
+ */
+#define XFRAG_SWEEP_NS		(100ULL * 1000 * 1000)
+#define XFRAG_SWEEP_MAX		4096
+#define XFRAG_MAX_CPUS		1024
+
 /* Largest L3 header stored from a datagram's first fragment. */
 #define XFRAG_HDR_MAX		128
 

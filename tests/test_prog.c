@@ -1034,14 +1034,36 @@ static int t_timeout(struct tctx *t)
 	/* A's middle now starts a datagram of its own. */
 	mkfrag(&f, a, 1200, 1200, 1, 0);
 	TRY(send_drop(t, &f, "A middle, late"));
-	sleep_ms(150);
 	TRY(snap(t, -1, &s));
+	sleep_ms(150);
 	mkfrag(&f, b, 0, 1200, 1, 0);
 	TRY(send_drop(t, &f, "B first again"));
 	EXPECT(t, &s, D(reasm_reqds, 1), D(frag_timeout, 2),
 	       D(reasm_timeout, 2), D(reasm_fails, 2), D(frags_in_flight, -1),
 	       D(dgrams_in_flight, -1), D(bytes_in_flight, -1200),
 	       D(mem_in_flight, -XFRAG_CHUNK));
+	return 0;
+}
+
+/*
+ * No traffic after the time-out: the sweeper (a timer on the CPU) reclaims
+ * the datagrams, and every gauge is back at zero.
+ */
+static int t_sweep(struct tctx *t)
+{
+	struct frame f;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
+				      .timeout_ms = 50 }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < 3; i++) {
+		mkfrag(&f, udp_dgram(980 + i, 3000), 0, 1200, 1, 0);
+		TRY(send_drop(t, &f, "first fragment"));
+	}
+	sleep_ms(400);
+	EXPECT(t, &s, D(reasm_reqds, 3), D(frag_timeout, 3),
+	       D(reasm_timeout, 3), D(reasm_fails, 3));
 	return 0;
 }
 
@@ -2043,6 +2065,7 @@ static const struct {
 	{ "too_many", t_too_many, 0 },
 	{ "bad_header", t_bad_header, 0 },
 	{ "timeout", t_timeout, 0 },
+	{ "sweeper_reclaims", t_sweep, 0 },
 	{ "refuse", t_refuse, 0 },
 	{ "evict_lru", t_evict, 0 },
 	{ "evict_progress", t_evict, 1 },

@@ -61,6 +61,7 @@ static int ensure_bpffs(void)
 static const char *const pinned_maps[] = {
 	"xfrag_table", "xfrag_chunks", "xfrag_free",
 	"xfrag_pcpu", "xfrag_stats", "xfrag_config", "xfrag_srcq",
+	"xfrag_sweep",
 };
 
 static void unpin_all(const char *ifname)
