@@ -123,7 +123,7 @@ class Rig:
         if p.get("attack") or p.get("half"):
             gen += ["--rate", str(rate // 2)]
         if p.get("attack"):
-            gen += ["--attack-rate", str(rate // 2)]
+            gen += ["--attack-rate", str(p.get("attack_rate", rate // 2))]
             if p.get("spoof"):
                 gen.append("--attack-spoof")
         ready = "/tmp/xfrag-bench-sink.ready"
@@ -197,8 +197,67 @@ def fmt(v, p=1):
     return "-" if v is None else f"{v:.{p}f}"
 
 
+def overload(a, rig, dur):
+    """Issue 5's matrix: honest streams with floods of incomplete datagrams
+    at 0.5x, 1x and 2x the honest frame rate, from one source and from
+    spoofed sources; the kernel and xfrag under each policy, one run each,
+    as a fraction of the same side's attack-free rate."""
+    rate = a.overload_rate // 3          # honest frames/s; 2x still fits
+    out = ["", f"Overload: honest stream at {rate} frames/s, attack at "
+           "0.5x/1x/2x of it; honest datagrams/s delivered, and the "
+           "fraction of the same side's attack-free rate", "",
+           "| honest size | attack | kernel | progress | lru | refuse |",
+           "|---|---|---|---|---|---|"]
+    res = []
+    for size in (4416, 65507):
+        base = {}
+        for mode in ("kernel", "progress", "lru", "refuse"):
+            if rig.kernel_frag_mem():
+                rig.fresh()
+            if mode != "kernel":
+                rig.attach(mode)
+            try:
+                base[mode] = rig.one(dict(size=size, half=1), dur,
+                                     mode != "kernel", rate * 2)["dgrams_s"]
+            finally:
+                if mode != "kernel":
+                    rig.detach()
+        out.append(f"| {size} | none | {base['kernel']:.0f} | "
+                   f"{base['progress']:.0f} | {base['lru']:.0f} | "
+                   f"{base['refuse']:.0f} |")
+        for mult in (0.5, 1, 2):
+            for spoof in (0, 1):
+                cells, row = [], {}
+                for mode in ("kernel", "progress", "lru", "refuse"):
+                    rig.fresh()
+                    if mode != "kernel":
+                        rig.attach(mode)
+                    try:
+                        r = rig.one(dict(size=size, half=1, attack=1,
+                                         attack_rate=int(rate * mult),
+                                         spoof=spoof), dur,
+                                    mode != "kernel", rate * 2)
+                    finally:
+                        if mode != "kernel":
+                            rig.detach()
+                    row[mode] = r["dgrams_s"]
+                    f = r["dgrams_s"] / base[mode] if base[mode] else 0
+                    cells.append(f"{r['dgrams_s']:.0f} ({f:.0%})")
+                res.append(dict(size=size, mult=mult, spoof=spoof, rate=row,
+                                base=base))
+                src = "spoofed" if spoof else "one source"
+                out.append(f"| {size} | {mult}x, {src} | " +
+                           " | ".join(cells) + " |")
+                print(out[-1], file=sys.stderr)
+    return res, out
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--overload", action="store_true",
+                    help="run issue 5's overload matrix instead")
+    ap.add_argument("--overload-rate", type=int, default=300000,
+                    help="generator frames/s the matrix plans for")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--only", help="run scenarios whose name has this")
@@ -212,6 +271,18 @@ def main():
     dur = a.duration or (1.0 if a.quick else 5.0)
     a.reps = a.reps or (1 if a.quick else 2)
     rig = Rig(a)
+    if a.overload:
+        res, out = overload(a, rig, dur)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        os.makedirs(a.results, exist_ok=True)
+        with open(os.path.join(a.results, f"overload-{stamp}.json"),
+                  "w") as f:
+            json.dump(res, f, indent=1)
+        text = "\n".join(out) + "\n"
+        with open(os.path.join(a.results, f"overload-{stamp}.md"), "w") as f:
+            f.write(text)
+        print(text)
+        return 0
     rows = []
     rate = None
     for name, p in scenarios(a.quick):
