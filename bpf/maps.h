@@ -68,7 +68,6 @@ struct {
 struct xfrag_sweep {
 	struct bpf_timer timer;
 	__u32 next;		/* first bucket of the next slice */
-	__u32 armed;
 };
 
 struct {

@@ -251,24 +251,34 @@ static __always_inline void xfrag_pass_track(struct xfrag_way *w,
  * XFRAG_ROOM_EVICT a visit, until it is under the low one.  Memory comes
  * down over the visits, each bounded.  The bucket is not where the memory
  * is, so under `progress` a warm way goes only for a datagram at least as
- * likely to complete (`score`, the one being added to, with this
- * fragment): a flood of fresh first fragments must not push out datagrams
- * in progress; it runs out of memory itself (frag_nomem) instead.  Under
- * `refuse` the budget alone decides (frag_nomem), as in the kernel.
+ * likely to complete (the way `cur`, w, with fragment p added): a flood of
+ * fresh first fragments must not push out datagrams in progress; it runs
+ * out of memory itself (frag_nomem) instead.  Under `refuse` the budget
+ * alone decides (frag_nomem), as in the kernel.  Below the high
+ * watermark, the common case, nothing but the comparison is done.
  */
 static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
 					    struct xfrag_stats *st, __u32 base,
 					    __u32 cur, __u32 policy,
-					    __u32 warm_ms, __u32 nchunks,
-					    __s64 score)
+					    __u32 warm_ms,
+					    const struct xfrag_way *w,
+					    const struct xfrag_pkt *p)
 {
 	__u64 budget = (__u64)xfrag_nchunks * XFRAG_CHUNK;
-	__u64 need = (__u64)nchunks * XFRAG_CHUNK;
+	__u64 need = (__u64)((p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK) *
+		     XFRAG_CHUNK;
 	__u64 high = cfg->mem_high ?: budget * 7 / 8;
 	__u64 low = cfg->mem_low ?: budget * 3 / 4;
+	__u32 end = p->offset + p->len;
+	__s64 score;
 
 	if (policy == XFRAG_EVICT_REFUSE || st->mem_in_flight + need <= high)
 		return;
+	score = xfrag_score(w->rcvd + p->len, w->nfrags + 1,
+			    end > w->max_end ? end : w->max_end,
+			    !p->more ? end :
+			    (w->flags & XFRAG_F_LAST_SEEN) ? w->end : 0,
+			    w->ooo + (p->offset != w->max_end));
 	for (__u32 k = 0; k < XFRAG_ROOM_EVICT; k++) {
 		if (st->mem_in_flight + need <= low ||
 		    xfrag_evict(base, cur, policy, warm_ms, score) < 0)
@@ -371,18 +381,23 @@ static int xfrag_sweep_cb(void *map, __u32 *key, struct xfrag_sweep *sw)
 	return 0;
 }
 
-/* Arm this CPU's sweeper once (on its first fragment). */
-static __always_inline void xfrag_sweep_arm(void)
+/*
+ * Arm this CPU's sweeper once, on its first fragment; after that the
+ * fragment path only reads pc->sweep_armed.
+ */
+static __noinline void xfrag_sweep_arm(struct xfrag_pcpu *pc)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct xfrag_sweep *sw;
 
+	if (!pc)
+		return;
+	pc->sweep_armed = 1;
 	if (cpu >= XFRAG_MAX_CPUS)
 		return;
 	sw = bpf_map_lookup_elem(&xfrag_sweep, &cpu);
-	if (!sw || sw->armed)
+	if (!sw)
 		return;
-	sw->armed = 1;
 	if (bpf_timer_init(&sw->timer, &xfrag_sweep, CLOCK_MONOTONIC) ||
 	    bpf_timer_set_callback(&sw->timer, xfrag_sweep_cb) ||
 	    bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN))
@@ -410,7 +425,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	if (!st || !pc || !cp)
 		return XDP_PASS;	/* cannot happen: arrays of one */
 	cfg = *cp;
-	xfrag_sweep_arm();
+	if (!pc->sweep_armed)
+		xfrag_sweep_arm(pc);
 	st->reasm_reqds++;
 	v6 = p->key.family == XFRAG_AF_INET6;
 	if (v6)
@@ -565,14 +581,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		xfrag_way_discard(w, pc, st);
 		return XDP_DROP;
 	}
-	xfrag_make_room(&cfg, st, base, idx, policy, warm_ms,
-			(p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK,
-			xfrag_score(w->rcvd + p->len, w->nfrags + 1,
-				    p->offset + p->len > w->max_end ?
-				    p->offset + p->len : w->max_end,
-				    !p->more ? p->offset + p->len :
-				    (w->flags & XFRAG_F_LAST_SEEN) ? w->end : 0,
-				    w->ooo + (p->offset != w->max_end)));
+	xfrag_make_room(&cfg, st, base, idx, policy, warm_ms, w, p);
 	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
 		/* Memory budget spent: the kernel's answer too (it refuses
 		 * every fragment above ipfrag_high_thresh). */

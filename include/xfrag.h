@@ -227,7 +227,7 @@ struct xfrag_pcpu {
 	__u32 next_fresh;	/* chunks never used start here */
 	__u32 free_top;		/* entries on the free stack */
 	__u32 cookie;		/* last cookie handed out */
-	__u32 pad;
+	__u32 sweep_armed;	/* this CPU's sweeper timer is started */
 	__u64 tc_seen_ns;	/* TC half last ran on this CPU */
 	__u32 room_ok;		/* small frames seen that could grow */
 	__u32 room_bad;		/* small frames seen that could not */
