@@ -110,6 +110,26 @@ class Rig:
             n += int(m.group(1)) if m else 0
         return n
 
+    def measure(self, mode, p, dur, rate, evict=None, fresh=False):
+        """One run of scenario p with `mode` on the receiver: "kernel"
+        alone, "xfrag" (attached with policy `evict`, default if None) or
+        "xdp-pass".  The namespaces start afresh when asked, or when the
+        kernel still holds fragments of the last run (incomplete datagrams
+        it keeps for 30 s would starve this one)."""
+        if fresh or self.kernel_frag_mem():
+            self.fresh()
+        if mode == "xfrag":
+            self.attach(evict)
+        elif mode == "xdp-pass":
+            self.xdp_pass(True)
+        try:
+            return self.one(p, dur, mode == "xfrag", rate)
+        finally:
+            if mode == "xfrag":
+                self.detach()
+            elif mode == "xdp-pass":
+                self.xdp_pass(False)
+
     def one(self, p, dur, xfrag, rate):
         a = self.a
         dst = a.dst6 if p.get("family") == 6 else a.dst4
@@ -212,16 +232,10 @@ def overload(a, rig, dur):
     for size in (4416, 65507):
         base = {}
         for mode in ("kernel", "progress", "lru", "refuse"):
-            if rig.kernel_frag_mem():
-                rig.fresh()
-            if mode != "kernel":
-                rig.attach(mode)
-            try:
-                base[mode] = rig.one(dict(size=size, half=1), dur,
-                                     mode != "kernel", rate * 2)["dgrams_s"]
-            finally:
-                if mode != "kernel":
-                    rig.detach()
+            base[mode] = rig.measure(
+                "kernel" if mode == "kernel" else "xfrag",
+                dict(size=size, half=1), dur, rate * 2,
+                evict=mode)["dgrams_s"]
         out.append(f"| {size} | none | {base['kernel']:.0f} | "
                    f"{base['progress']:.0f} | {base['lru']:.0f} | "
                    f"{base['refuse']:.0f} |")
@@ -229,17 +243,11 @@ def overload(a, rig, dur):
             for spoof in (0, 1):
                 cells, row = [], {}
                 for mode in ("kernel", "progress", "lru", "refuse"):
-                    rig.fresh()
-                    if mode != "kernel":
-                        rig.attach(mode)
-                    try:
-                        r = rig.one(dict(size=size, half=1, attack=1,
-                                         attack_rate=int(rate * mult),
-                                         spoof=spoof), dur,
-                                    mode != "kernel", rate * 2)
-                    finally:
-                        if mode != "kernel":
-                            rig.detach()
+                    r = rig.measure(
+                        "kernel" if mode == "kernel" else "xfrag",
+                        dict(size=size, half=1, attack=1,
+                             attack_rate=int(rate * mult), spoof=spoof),
+                        dur, rate * 2, evict=mode, fresh=True)
                     row[mode] = r["dgrams_s"]
                     f = r["dgrams_s"] / base[mode] if base[mode] else 0
                     cells.append(f"{r['dgrams_s']:.0f} ({f:.0%})")
@@ -299,22 +307,8 @@ def main():
         if name.startswith("1 ") and not a.quick:
             modes.append("xdp-pass")
         for mode in modes:
-            # Leftovers of the last run (incomplete datagrams the kernel
-            # holds for 30 s) would starve this one: start clean.
-            if rig.kernel_frag_mem():
-                rig.fresh()
-            if mode == "xfrag":
-                rig.attach(p.get("evict"))
-            elif mode == "xdp-pass":
-                rig.xdp_pass(True)
-            try:
-                runs.setdefault(mode, []).append(
-                    rig.one(p, dur, mode == "xfrag", rate or 0))
-            finally:
-                if mode == "xfrag":
-                    rig.detach()
-                elif mode == "xdp-pass":
-                    rig.xdp_pass(False)
+            runs.setdefault(mode, []).append(
+                rig.measure(mode, p, dur, rate or 0, evict=p.get("evict")))
         pair = {m: merge(v) for m, v in runs.items()}
         if name.startswith("1 size 4416 v4"):
             # the generator's rate, for the attack mix of scenario 4
