@@ -398,30 +398,21 @@ static size_t build_frame(uint8_t *buf, const struct dgram *d,
 		memcpy(p + 8, cfg.src, 16);
 		memcpy(p + 24, cfg.dst, 16);
 		p += 40;
-		if (cfg.ext & EXT_HBH) {
-			*nh = 0;
+		/* 8-byte extension headers in RFC 8200 order: hop-by-hop and
+		 * destination options (one PadN option), routing
+		 * (experimental type 253, no segments left). */
+		static const struct { unsigned int bit; uint8_t nh, b2, b3; }
+		exts[] = { { EXT_HBH, 0, 1, 4 }, { EXT_DST, 60, 1, 4 },
+			   { EXT_RT, 43, 253, 0 } };
+
+		for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++) {
+			if (!(cfg.ext & exts[e].bit))
+				continue;
+			*nh = exts[e].nh;
 			nh = &p[0];
 			p[1] = 0;
-			p[2] = 1;	/* PadN */
-			p[3] = 4;
-			memset(p + 4, 0, 4);
-			p += 8;
-		}
-		if (cfg.ext & EXT_DST) {
-			*nh = 60;
-			nh = &p[0];
-			p[1] = 0;
-			p[2] = 1;	/* PadN */
-			p[3] = 4;
-			memset(p + 4, 0, 4);
-			p += 8;
-		}
-		if (cfg.ext & EXT_RT) {
-			*nh = 43;
-			nh = &p[0];
-			p[1] = 0;
-			p[2] = 253;	/* experimental routing type */
-			p[3] = 0;	/* segments left */
+			p[2] = exts[e].b2;
+			p[3] = exts[e].b3;
 			memset(p + 4, 0, 4);
 			p += 8;
 		}
