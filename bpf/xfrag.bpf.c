@@ -40,6 +40,7 @@ static __always_inline struct xfrag_stats *xfrag_st(void)
 
 #define XFRAG_ROOM_EVICT	2	/* evictions per visit for memory */
 #define XFRAG_SCORE_ANY		(1LL << 40)	/* no limit on the victim */
+#define XFRAG_SCORE_COLD	(-(1LL << 40))	/* only a way that is not warm */
 
 /*
  * How likely a datagram is to complete, for `progress`: the fraction
@@ -512,6 +513,14 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			if (!tc)
 				st->pass_no_tc++;
 			st->frag_passed++;
+			/* Its record needs a way: without one, the datagram's
+			 * later fragments would be taken and found too big
+			 * (frag_oversize).  A record holds no memory, so it
+			 * may evict a cold way, never a warm one. */
+			if (freew < 0 && policy != XFRAG_EVICT_REFUSE)
+				freew = xfrag_evict(base, base + xfrag_ways,
+						    policy, warm_ms,
+						    XFRAG_SCORE_COLD);
 			if (freew >= 0) {
 				idx = base + freew;
 				w = bpf_map_lookup_elem(&xfrag_table, &idx);

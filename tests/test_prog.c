@@ -1543,6 +1543,42 @@ static int t_pass_frees(struct tctx *t)
 }
 
 /*
+ * A datagram too big to rebuild arrives at a full bucket: its pass-through
+ * record evicts a cold way (it holds no memory, and without a record the
+ * later fragments would be taken and found too big), so every fragment
+ * reaches the kernel; a warm way is never evicted for it.
+ */
+static int t_pass_evicts(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(72, 20000);
+	struct fl fl[16];
+	struct frame f;
+	struct snap s;
+	int n = split(d, MTU_FRAG, fl);
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 1, .warm_ms = 10 }));
+	TRY(pieces(t, 73, (const int[]){ 0 }, 1));	/* warm */
+	TRY(snap(t, -1, &s));
+	mkfrag(&f, d, fl[0].off, fl[0].len, fl[0].mf, 0);
+	TRY(send_pass(t, &f, "first fragment, bucket warm"));
+	REQUIRE(held(t, 73) == 1, "a warm way was evicted for a record");
+	EXPECT(t, &s, D(reasm_reqds, 1), D(pass_dgrams, 1), D(frag_passed, 1));
+	sleep_ms(30);					/* 73 goes cold */
+	d = udp_dgram(74, 20000);
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < n; i++) {
+		mkfrag(&f, d, fl[i].off, fl[i].len, fl[i].mf, 0);
+		TRY(send_pass(t, &f, "20000-byte datagram"));
+	}
+	REQUIRE(held(t, 73) < 0, "the cold way was kept");
+	EXPECT(t, &s, D(reasm_reqds, n), D(pass_dgrams, 1), D(frag_passed, n),
+	       D(reasm_evicted, 1), D(reasm_fails, 1), D(frag_evicted, 1),
+	       D(frags_in_flight, -1), D(dgrams_in_flight, -1),
+	       D(bytes_in_flight, -1200), D(mem_in_flight, -XFRAG_CHUNK));
+	return 0;
+}
+
+/*
  * No TC half: a datagram whose size the first fragment seen does not tell
  * (a middle fragment, or a first fragment without a UDP length) is never
  * consumed, whatever arrives after it.
@@ -2023,6 +2059,52 @@ static int t6_atomic(struct tctx *t)
 	return 0;
 }
 
+/*
+ * IPv6 quota counts a /64 as one source (RFC 7421: a host picks its own
+ * interface identifier, so one host can use every address in it): quota 2,
+ * two addresses of one /64 fill it, a third address there is refused,
+ * sources in other /64s are taken.  A source shares its quota slot with
+ * another /64 with odds 1/4096 (XFRAG_SRCQ_SLOTS), so three other /64s are
+ * tried and two must be taken.
+ */
+static int t6_quota(struct tctx *t)
+{
+	struct d6 *d = dg6();
+	struct frame f;
+	struct snap s, e;
+	int taken;
+
+	TRY(load(t, &(struct setup){ .quota = 2 }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < 6; i++) {
+		__u8 *src;
+
+		build6(d, 0x6001 + i, 3000, 0, 0, 0);
+		mkfrag6(&f, d, 0, 1200, 1);
+		src = f.b + d->l3off + 8;
+		src[7] = i < 3 ? 0 : i;		/* the /64 */
+		src[11] = (__u8)(0x10 + i);	/* the interface identifier */
+		src[15] = (__u8)(0x30 + i);
+		TRY(send_drop(t, &f, i == 2 ? "third address of the /64" :
+			      "other source"));
+		if (i != 2)
+			continue;
+		EXPECT(t, &s, D(reasm_reqds, 3), D(ip6_reqds, 3),
+		       D(frag_quota, 1), D(frags_in_flight, 2),
+		       D(dgrams_in_flight, 2), D(bytes_in_flight, 2 * 1200),
+		       D(mem_in_flight, 2 * XFRAG_CHUNK));
+	}
+	TRY(snap(t, -1, &e));
+	taken = (int)(e.v[C_dgrams_in_flight] - s.v[C_dgrams_in_flight]) - 2;
+	REQUIRE(taken >= 2, "only %d of 3 other /64s taken", taken);
+	EXPECT(t, &s, D(reasm_reqds, 6), D(ip6_reqds, 6),
+	       D(frag_quota, 1 + 3 - taken), D(frags_in_flight, 2 + taken),
+	       D(dgrams_in_flight, 2 + taken),
+	       D(bytes_in_flight, (2 + taken) * 1200),
+	       D(mem_in_flight, (2 + taken) * XFRAG_CHUNK));
+	return 0;
+}
+
 /* ---- Runner ---------------------------------------------------------------- */
 
 static const struct {
@@ -2087,6 +2169,7 @@ static const struct {
 	{ "no_tc_9000_passed", t_pass, 2 },
 	{ "no_tc_9000_reverse_passed", t_pass, 3 },
 	{ "pass_record_freed", t_pass_frees, 0 },
+	{ "pass_record_evicts_cold", t_pass_evicts, 0 },
 	{ "no_tc_room_learned", t_no_tc_room, 0 },
 	{ "no_tc_middle_first_passed", t_no_tc_unknown, 0 },
 	{ "no_tc_tcp_first_passed", t_no_tc_unknown, 1 },
@@ -2112,6 +2195,7 @@ static const struct {
 	{ "ip6_bad_chain", t6_bad_chain, 0 },
 	{ "ip6_atomic", t6_atomic, 0 },
 	{ "ip6_atomic_ext_hdrs", t6_atomic, 3 },
+	{ "ip6_quota_per_64", t6_quota, 0 },
 };
 
 int main(void)
