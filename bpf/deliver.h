@@ -7,6 +7,10 @@
 #ifndef XFRAG_DELIVER_H
 #define XFRAG_DELIVER_H
 
+/* xfrag_deliver()'s `tc`: 0 no TC half, 1 TC, 2 TC that may replay. */
+#define XFRAG_DELIVER_REPLAY	2
+#define XFRAG_REPLAY_MAX_LEN	(1U << 20)	/* xfrag_too_long() decides */
+
 /*
  * Copy p's payload into newly taken chunks and record the pieces.  The
  * budget is checked first, so the loop cannot run out half-way; should a
@@ -148,7 +152,7 @@ static __always_inline int xfrag_deliver(struct xdp_md *ctx,
 		return XDP_PASS;
 	}
 
-	if (tc && newlen <= XFRAG_TC_MAX_LEN &&
+	if (tc && (newlen <= XFRAG_TC_MAX_LEN || tc == XFRAG_DELIVER_REPLAY) &&
 	    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
 		void *data = (void *)(long)ctx->data;
 		struct xfrag_meta *m = (void *)(long)ctx->data_meta;

@@ -461,7 +461,11 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	warm_ms = cfg.warm_ms ?: XFRAG_DEF_WARM_MS;
 	tc = (cfg.flags & XFRAG_CFG_TC) ||
 	     now - pc->tc_seen_ns < XFRAG_TC_ALIVE_NS;
-	limit = tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
+	/* With replay, the only size limit is RFC 791's (xfrag_too_long). */
+	if (tc && (cfg.flags & XFRAG_CFG_REPLAY))
+		tc = XFRAG_DELIVER_REPLAY;
+	limit = tc == XFRAG_DELIVER_REPLAY ? XFRAG_REPLAY_MAX_LEN :
+		tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
 	if (!tc)
 		xfrag_room_learn(ctx, pc);
 
@@ -612,6 +616,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		 * names what followed the Fragment header. */
 		if (v6 && p->nh_pos < h)
 			w->hdr[p->nh_pos & (XFRAG_HDR_MAX - 1)] = p->nexthdr;
+		w->nh_pos = p->nh_pos;
 		w->hdr_len = h;
 		w->flags |= XFRAG_F_FIRST_SEEN | (p->df ? XFRAG_F_DF : 0);
 	}
@@ -803,6 +808,90 @@ static __always_inline void xfrag_tc_alive(void)
 		pc->tc_seen_ns = now;
 }
 
+/*
+ * Replay: a datagram beyond what one skb can grow to goes to the kernel as
+ * the complete set of its fragments, one per stored piece, back to back:
+ * each is written into this skb and a clone of it is sent to ingress.
+ * Pieces start 8-aligned and all but the last are multiples of 8, so every
+ * one is a valid fragment (RFC 791 3.2, RFC 8200 4.5); the kernel's
+ * reassembler gets them together and never holds an incomplete datagram.
+ */
+struct xfrag_replay_ctx {
+	struct __sk_buff *skb;
+	struct xfrag_way *w;
+	__u32 cpu, l3off, hl, n;
+	int err;
+};
+
+static long xfrag_replay_one(__u32 i, void *data)
+{
+	struct xfrag_replay_ctx *rc = data;
+	struct __sk_buff *skb = rc->skb;
+	struct xfrag_way *w = rc->w;
+	__u32 hl = rc->hl, l3off = rc->l3off, len, off, fl, fo;
+	struct xfrag_chunk *c;
+	struct xfrag_desc d;
+	__be16 v16, old16;
+	int more;
+
+	if (i >= XFRAG_MAX_DESC || i >= rc->n)
+		return 1;
+	d = w->desc[i];
+	c = bpf_map_lookup_percpu_elem(&xfrag_chunks, &d.chunk, rc->cpu);
+	len = d.len & XFRAG_DESC_LEN;
+	if (!c || !len || len > XFRAG_CHUNK || hl < 20 || hl > XFRAG_HDR_MAX ||
+	    l3off > 64)
+		goto fail;
+	off = (__u32)d.off8 * 8;
+	more = off + len < w->end;
+	fo = (off >> 3) & 0x1fff;
+	/* w->hdr is the unfragmented datagram's header (xfrag_fix_hdr()):
+	 * written as it is, then turned back into a fragment's. */
+	fl = w->key.family == XFRAG_AF_INET6 ? hl + 8 : hl;
+	if (bpf_skb_change_tail(skb, l3off + fl + len, 0) ||
+	    bpf_skb_store_bytes(skb, l3off, w->hdr, hl, 0))
+		goto fail;
+	if (w->key.family == XFRAG_AF_INET6) {
+		struct frag_hdr fh = {};
+		__u8 nh = NEXTHDR_FRAGMENT;
+		__u32 at = w->nh_pos;
+
+		if (at < 6 || at >= hl)
+			goto fail;
+		fh.nexthdr = w->hdr[at & (XFRAG_HDR_MAX - 1)];
+		fh.frag_off = bpf_htons((fo << 3) | (more ? 1 : 0));
+		fh.identification = w->key.id;
+		v16 = bpf_htons(hl - 40 + 8 + len);
+		if (bpf_skb_store_bytes(skb, l3off + at, &nh, 1, 0) ||
+		    bpf_skb_store_bytes(skb, l3off + 4, &v16, 2, 0) ||
+		    bpf_skb_store_bytes(skb, l3off + hl, &fh, sizeof(fh), 0))
+			goto fail;
+	} else {
+		struct iphdr *iph = (struct iphdr *)w->hdr;
+
+		old16 = iph->tot_len;
+		v16 = bpf_htons(hl + len);
+		if (bpf_skb_store_bytes(skb, l3off + 2, &v16, 2, 0) ||
+		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
+			goto fail;
+		old16 = iph->frag_off;
+		v16 = bpf_htons(fo | (more ? IP4_MF : 0) |
+				((w->flags & XFRAG_F_DF) ? IP4_DF : 0));
+		if (bpf_skb_store_bytes(skb, l3off + 6, &v16, 2, 0) ||
+		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
+			goto fail;
+	}
+	if (bpf_skb_store_bytes(skb, l3off + fl, c->data, len, 0))
+		goto fail;
+	bpf_csum_level(skb, BPF_CSUM_LEVEL_RESET);
+	if (bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS))
+		goto fail;
+	return 0;
+fail:
+	rc->err = 1;
+	return 1;
+}
+
 SEC("tc")
 int xfrag_tc(struct __sk_buff *skb)
 {
@@ -824,9 +913,10 @@ int xfrag_tc(struct __sk_buff *skb)
 		w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
 		if (!w || w->state != XFRAG_WAY_HANDOFF ||
 		    w->cookie != m.cookie) {
-			/* Expired before TC ran: counted as handoff_lost.  The
-			 * lone fragment would only start a kernel queue. */
-			return TC_ACT_SHOT;
+			/* Expired before TC ran (counted as handoff_lost), or
+			 * a replayed fragment, which shares the metadata of
+			 * the skb it was cloned from: the kernel's. */
+			return TC_ACT_OK;
 		}
 		if (xfrag_tc_l3(skb, 0, &l3off, &key) &&
 		    xfrag_tc_l3(skb, 1, &l3off, &key))
@@ -850,6 +940,19 @@ int xfrag_tc(struct __sk_buff *skb)
 	newlen = l3off + hl + w->end;
 	if (hl < 20 || hl > XFRAG_HDR_MAX)
 		goto fail;
+	if (newlen > XFRAG_TC_MAX_LEN) {
+		struct xfrag_replay_ctx rc = {
+			.skb = skb, .w = w, .cpu = m.cpu, .l3off = l3off,
+			.hl = hl, .n = n,
+		};
+
+		bpf_loop(XFRAG_MAX_DESC, xfrag_replay_one, &rc, 0);
+		if (rc.err)
+			goto fail;
+		st->deliver_replay++;
+		xfrag_tc_done(w, m.cpu, st);
+		return TC_ACT_SHOT;	/* its clones carried it */
+	}
 	if (bpf_skb_change_tail(skb, newlen, 0))
 		goto fail;
 	if (bpf_skb_store_bytes(skb, l3off, w->hdr, hl, 0))

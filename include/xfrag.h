@@ -148,6 +148,14 @@ struct xfrag_config {
 
 /* Set by `xfrag attach` once the TC half is attached. */
 #define XFRAG_CFG_TC		(1U << 0)
+/*
+ * Set by `xfrag attach` with the TC half in native mode: a datagram beyond
+ * XFRAG_TC_MAX_LEN is reassembled like any other, then TC hands the kernel
+ * the complete set of its fragments back to back (bpf_clone_redirect to
+ * ingress), so the kernel's reassembler never holds an incomplete one.  Not
+ * in skb mode, where generic XDP would see the replayed fragments again.
+ */
+#define XFRAG_CFG_REPLAY	(1U << 1)
 
 /*
  * Without that flag (the object loaded by xdp-loader, the TC half by tc),
@@ -217,6 +225,8 @@ struct xfrag_way {
 	__u32 nchunks;		/* chunks held */
 	__u16 ooo;		/* fragments that arrived out of sequence */
 	__u16 srcq;		/* slot of its source in xfrag_srcq */
+	__u8 nh_pos;		/* IPv6: hdr[] byte naming the Fragment header */
+	__u8 pad[3];
 	__u8 hdr[XFRAG_HDR_MAX];
 	struct xfrag_desc desc[XFRAG_MAX_DESC];
 };
@@ -240,8 +250,8 @@ struct xfrag_pcpu {
  *
  * Invariants (summed over CPUs):
  *   reasm_reqds == sum of all frag_* outcome counters + frags_in_flight
- *   reasm_oks   == deliver_xdp + deliver_tc + deliver_err + handoff_lost
- *                  + handoff_pending
+ *   reasm_oks   == deliver_xdp + deliver_tc + deliver_replay + deliver_err
+ *                  + handoff_lost + handoff_pending
  */
 #define XFRAG_COUNTERS(X)						\
 	X(reasm_reqds, C, "fragments received (IpReasmReqds)")		\
@@ -251,6 +261,7 @@ struct xfrag_pcpu {
 	X(reasm_overlaps, C, "datagrams discarded on overlap (ReasmOverlaps)") \
 	X(deliver_xdp, C, "datagrams rebuilt in the XDP frame")	\
 	X(deliver_tc, C, "datagrams rebuilt by TC ingress")		\
+	X(deliver_replay, C, "datagrams beyond one skb, replayed to the kernel as a complete set") \
 	X(deliver_err, C, "datagrams complete but not deliverable (no room, no TC, TC failed)") \
 	X(handoff_lost, C, "datagrams never collected by TC")		\
 	X(pass_dgrams, C, "datagrams passed to the kernel untouched (too big to rebuild)") \

@@ -170,7 +170,7 @@ xf_invariants() {
 	$1 ~ /^frag_/ { fsum += $2 }
 	END {
 		need = "reasm_reqds reasm_oks frags_in_flight deliver_xdp"
-		need = need " deliver_tc deliver_err handoff_lost handoff_pending"
+		need = need " deliver_tc deliver_replay deliver_err handoff_lost handoff_pending"
 		n = split(need, k, " ")
 		for (i = 1; i <= n; i++)
 			if (!(k[i] in v)) {
@@ -182,12 +182,12 @@ xf_invariants() {
 			       v["reasm_reqds"], fsum, v["frags_in_flight"]
 			exit 1
 		}
-		d = v["deliver_xdp"] + v["deliver_tc"] + v["deliver_err"]
-		d += v["handoff_lost"] + v["handoff_pending"]
+		d = v["deliver_xdp"] + v["deliver_tc"] + v["deliver_replay"]
+		d += v["deliver_err"] + v["handoff_lost"] + v["handoff_pending"]
 		if (v["reasm_oks"] != d) {
-			printf "reasm_oks %s != deliver_xdp %s + deliver_tc %s + deliver_err %s + handoff_lost %s + handoff_pending %s\n",
+			printf "reasm_oks %s != deliver_xdp %s + deliver_tc %s + deliver_replay %s + deliver_err %s + handoff_lost %s + handoff_pending %s\n",
 			       v["reasm_oks"], v["deliver_xdp"], v["deliver_tc"],
-			       v["deliver_err"], v["handoff_lost"],
+			       v["deliver_replay"], v["deliver_err"], v["handoff_lost"],
 			       v["handoff_pending"]
 			exit 1
 		}

@@ -135,6 +135,19 @@ udp_kernel() {
 		fi
 		return
 	fi
+	if [ "$size" -gt 65000 ] && [ "$MODE" = native ]; then
+		# Beyond one skb: reassembled by xfrag, then replayed to the
+		# kernel as a complete set of fragments, which it rebuilds.
+		expect "deliver_replay delta" -eq "$count" "$(sd deliver_replay)"
+		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
+		expect "pass_dgrams delta" -eq 0 "$(sd pass_dgrams)"
+		if [ "$v6" = 1 ]; then
+			expect "kernel Ip6ReasmOKs delta" -eq "$count" "$(kd Ip6ReasmOKs)"
+		else
+			expect "kernel IpReasmOKs delta" -eq "$count" "$(kd IpReasmOKs)"
+		fi
+		return
+	fi
 	if [ "$v6" = 1 ] && [ "$size" -gt 65000 ]; then
 		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
 		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
@@ -149,7 +162,7 @@ udp_kernel() {
 		return
 	fi
 	if [ "$size" -gt 65000 ]; then
-		# Beyond what TC can rebuild: passed through to the kernel.
+		# Beyond what TC can rebuild, in skb mode: passed through.
 		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
 		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
 		expect "kernel IpReasmOKs delta" -eq "$count" "$(kd IpReasmOKs)"
@@ -280,6 +293,24 @@ t_interleave() {
 	xf || expect "kernel IpReasmOKs delta" -eq 50 "$(kd IpReasmOKs)"
 }
 
+# Native mode replays datagrams beyond one skb: in random order (the size
+# is learned late, which without replay is frag_oversize), and IPv6 with
+# extension headers before the Fragment header (each replayed fragment
+# carries them, RFC 8200 4.5).
+t_replay_random() {
+	crafted4 3 3 --size=30000 --mtu 1500 --order random --seed 9 || return
+	expect "deliver_replay delta" -eq 3 "$(sd deliver_replay)"
+	expect "frag_oversize delta" -eq 0 "$(sd frag_oversize)"
+	expect "kernel IpReasmOKs delta" -eq 3 "$(kd IpReasmOKs)"
+}
+
+t_replay6_exthdr() {
+	crafted 2 2 --size=20000 --mtu 1500 --order random --seed 4 \
+		--exthdr hbh,dst,rt --src "$XF_S6" --dst "$XF_R6" || return
+	expect "deliver_replay delta" -eq 2 "$(sd deliver_replay)"
+	expect "kernel Ip6ReasmOKs delta" -eq 2 "$(kd Ip6ReasmOKs)"
+}
+
 t_frag6_exthdr() {
 	crafted 5 5 --size=4416 --mtu 1500 --order random --seed 5 \
 		--exthdr hbh,dst,rt --src "$XF_S6" --dst "$XF_R6" || return
@@ -401,11 +432,15 @@ t_ld_tc_ping() {
 
 # tc's program uses the maps xdp-loader pinned, not maps of its own.
 t_ld_tc_shares_maps() {
-	local tid ids
+	local tid ids pid
 
 	tid=$(bpftool -j map show pinned "$XF_PIN/xfrag_table" |
 		sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
-	ids=$(bpftool -j prog show name xfrag_tc |
+	# The program on this interface (others named xfrag_tc may be loaded).
+	pid=$(xf_in "$XF_RCV" tc filter show dev "$XF_RIF" ingress |
+		sed -n 's/.* id \([0-9]*\) .*/\1/p' | head -n 1)
+	[ -n "$pid" ] || { bad "no tc filter on $XF_RIF"; return; }
+	ids=$(bpftool -j prog show id "$pid" |
 		sed -n 's/.*"map_ids":\[\([0-9,]*\)\].*/\1/p')
 	case ",$ids," in
 	*",$tid,"*) ;;
@@ -659,6 +694,8 @@ t_att_dups() {
 # out (each starting its own datagram) and nothing is delivered.
 t_timeout_edge() {
 	local gap=$1 want=$2 port=$((PORT++))
+	# One CPU: a sender moved while it sleeps would split the datagram.
+	local XF_SND_CPU=0
 
 	xf_cli config "$XF_RIF" timeout=1000 >/dev/null || { bad "config"; return; }
 	snap a
@@ -747,6 +784,7 @@ run_mode() {
 	run interleave t_interleave
 	run flood t_flood
 	if xf; then
+		[ "$MODE" = native ] && run replay-random t_replay_random
 		run attack-rose t_att_rose
 		run attack-teardrop t_att_teardrop
 		run attack-tiny t_att_tiny
@@ -763,6 +801,7 @@ run_mode() {
 		run udp6-65507 t_udp6_65507
 		run ping6 t_ping6
 		run frag6-exthdr t_frag6_exthdr
+		[ "$MODE" = native ] && run replay6-exthdr t_replay6_exthdr
 		run icmp6 t_icmp6
 	fi
 

@@ -162,6 +162,7 @@ struct setup {
 	__u32 timeout_ms, max_frags;		/* xfrag_config */
 	__u32 evict, warm_ms, quota;
 	int xdp_only;
+	int replay;				/* XFRAG_CFG_REPLAY */
 };
 
 static int prove_room(struct tctx *t);
@@ -171,7 +172,8 @@ static int load(struct tctx *t, const struct setup *s)
 	struct xfrag_config cfg = {
 		.timeout_ms = s->timeout_ms,
 		.max_frags = s->max_frags,
-		.flags = s->xdp_only ? 0 : XFRAG_CFG_TC,
+		.flags = (s->xdp_only ? 0 : XFRAG_CFG_TC) |
+			 (s->replay ? XFRAG_CFG_REPLAY : 0),
 		.evict = s->evict,
 		.warm_ms = s->warm_ms,
 		.quota = s->quota,
@@ -258,7 +260,8 @@ static int check_invariants(struct tctx *t)
 		"invariant: reasm_reqds %llu != frag_* + frags_in_flight %llu",
 		(unsigned long long)s.v[C_reasm_reqds],
 		(unsigned long long)frag);
-	oks = s.v[C_deliver_xdp] + s.v[C_deliver_tc] + s.v[C_deliver_err] +
+	oks = s.v[C_deliver_xdp] + s.v[C_deliver_tc] + s.v[C_deliver_replay] +
+	      s.v[C_deliver_err] +
 	      s.v[C_handoff_lost] + s.v[C_handoff_pending];
 	REQUIRE(s.v[C_reasm_oks] == oks,
 		"invariant: reasm_oks %llu != deliver_* + handoff_* %llu",
@@ -1579,6 +1582,31 @@ static int t_pass_evicts(struct tctx *t)
 }
 
 /*
+ * With replay (native mode), a datagram beyond one skb is reassembled like
+ * any other, in any order, and handed to TC whole (TC then sends the kernel
+ * its fragments back to back: namespace tests udp-65507, replay-*); the
+ * largest UDP datagram there is, and one whose size shows only at its end.
+ */
+static int t_replay_takes(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(75, t->arg ? 30000 : 65507);
+	struct fl fl[64];
+	int order[64], n = split(d, MTU_FRAG, fl);
+	struct snap s;
+
+	for (int i = 0; i < n; i++)		/* middle ones, then first, last */
+		order[i] = t->arg ? (i < n - 2 ? i + 1 : i == n - 2 ? 0 : n - 1) : i;
+	TRY(load(t, &(struct setup){ .replay = 1 }));
+	TRY(snap(t, -1, &s));
+	TRY(send_seq(t, d, fl, order, n, END_HANDOFF));
+	EXPECT(t, &s, D(reasm_reqds, n), D(reasm_oks, 1), D(frag_reasm, n),
+	       D(bytes_reasm, d->plen), D(handoff_pending, 1),
+	       D(bytes_in_flight, d->plen),
+	       D(mem_in_flight, (__u64)n * XFRAG_CHUNK));
+	return 0;
+}
+
+/*
  * No TC half: a datagram whose size the first fragment seen does not tell
  * (a middle fragment, or a first fragment without a UDP length) is never
  * consumed, whatever arrives after it.
@@ -2170,6 +2198,8 @@ static const struct {
 	{ "no_tc_9000_reverse_passed", t_pass, 3 },
 	{ "pass_record_freed", t_pass_frees, 0 },
 	{ "pass_record_evicts_cold", t_pass_evicts, 0 },
+	{ "replay_65507_taken", t_replay_takes, 0 },
+	{ "replay_size_learned_late", t_replay_takes, 1 },
 	{ "no_tc_room_learned", t_no_tc_room, 0 },
 	{ "no_tc_middle_first_passed", t_no_tc_unknown, 0 },
 	{ "no_tc_tcp_first_passed", t_no_tc_unknown, 1 },

@@ -255,6 +255,9 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			goto detach;
 		}
 		cfg.flags |= XFRAG_CFG_TC;
+		/* Generic XDP would see replayed fragments again. */
+		if (mode != XDP_MODE_SKB)
+			cfg.flags |= XFRAG_CFG_REPLAY;
 		bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY);
 	}
 
