@@ -229,7 +229,7 @@ def overload(a, rig, dur):
            "| honest size | attack | kernel | progress | lru | refuse |",
            "|---|---|---|---|---|---|"]
     res = []
-    for size in (4416, 65507):
+    for size in a.overload_sizes:
         base = {}
         for mode in ("kernel", "progress", "lru", "refuse"):
             base[mode] = rig.measure(
@@ -264,6 +264,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--overload", action="store_true",
                     help="run issue 5's overload matrix instead")
+    ap.add_argument("--overload-sizes", type=lambda s: [int(x) for x in
+                                                         s.split(",")],
+                    default=[4416, 65507],
+                    help="honest datagram sizes of the matrix")
     ap.add_argument("--overload-rate", type=int, default=300000,
                     help="generator frames/s the matrix plans for")
     ap.add_argument("--quick", action="store_true")
