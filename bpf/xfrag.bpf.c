@@ -258,7 +258,7 @@ static __always_inline void xfrag_pass_track(struct xfrag_way *w,
  * alone decides (frag_nomem), as in the kernel.  Below the high
  * watermark, the common case, nothing but the comparison is done.
  */
-static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
+static __always_inline int xfrag_make_room(struct xfrag_config *cfg,
 					    struct xfrag_stats *st, __u32 base,
 					    __u32 cur, __u32 policy,
 					    __u32 warm_ms,
@@ -274,7 +274,7 @@ static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
 	__s64 score;
 
 	if (policy == XFRAG_EVICT_REFUSE || st->mem_in_flight + need <= high)
-		return;
+		return 0;
 	score = xfrag_score(w->rcvd + p->len, w->nfrags + 1,
 			    end > w->max_end ? end : w->max_end,
 			    !p->more ? end :
@@ -285,6 +285,9 @@ static __always_inline void xfrag_make_room(struct xfrag_config *cfg,
 		    xfrag_evict(base, cur, policy, warm_ms, score) < 0)
 			break;
 	}
+	/* The top half of the room above high is kept for datagrams in
+	 * progress: returns 1 when a new datagram may not have it. */
+	return st->mem_in_flight + need > budget - (budget - high) / 2;
 }
 
 struct xfrag_scan_ctx {
@@ -594,7 +597,15 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		xfrag_way_discard(w, pc, st);
 		return XDP_DROP;
 	}
-	xfrag_make_room(&cfg, st, base, idx, policy, warm_ms, w, p);
+	if (xfrag_make_room(&cfg, st, base, idx, policy, warm_ms, w, p) &&
+	    !w->nfrags) {
+		/* Still above the high watermark: a new datagram is refused,
+		 * and what is left of the budget stays for the datagrams in
+		 * progress (a flood of fresh datagrams must not take it). */
+		st->frag_nomem++;
+		xfrag_way_discard(w, pc, st);
+		return XDP_DROP;
+	}
 	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
 		/* Memory budget spent: the kernel's answer too (it refuses
 		 * every fragment above ipfrag_high_thresh). */

@@ -1208,6 +1208,36 @@ static int t_watermark(struct tctx *t)
 }
 
 /*
+ * The top half of the room above the high watermark is kept for datagrams
+ * in progress: 16 chunks, high 14, so new datagrams stop at 15 while one
+ * in progress still gets the 16th.  Here nothing may be evicted: every
+ * held datagram is warm and further along than a new one.
+ */
+static int t_reserve(struct tctx *t)
+{
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 32, .nchunks = 16,
+				      .warm_ms = 60000 }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < 4; i++)				/* 12 chunks */
+		TRY(pieces(t, 900 + i, (const int[]){ 0, 1, 2 }, 3));
+	TRY(pieces(t, 907, (const int[]){ 0, 1 }, 2));		/* 14: high */
+	TRY(pieces(t, 906, (const int[]){ 0 }, 1));		/* 15 */
+	REQUIRE(held(t, 906) == 1, "new datagram refused below the reserve");
+	/* Out of sequence, so no held datagram scores as low (ties may go). */
+	TRY(pieces(t, 908, (const int[]){ 2 }, 1));		/* reserve */
+	REQUIRE(held(t, 908) < 0, "new datagram took the reserve");
+	TRY(pieces(t, 906, (const int[]){ 3 }, 1));		/* 16th */
+	REQUIRE(held(t, 906) == 2, "datagram in progress refused the reserve");
+	EXPECT(t, &s, D(reasm_reqds, 17), D(frag_nomem, 1), D(reasm_fails, 1),
+	       D(frags_in_flight, 16), D(dgrams_in_flight, 6),
+	       D(bytes_in_flight, 15 * 1200 + 1192),
+	       D(mem_in_flight, 16 * XFRAG_CHUNK));
+	return 0;
+}
+
+/*
  * Quota 2 per source: a third datagram from the same source is refused
  * (before it could evict anything); once one completes, it is taken.
  */
@@ -2180,6 +2210,7 @@ static const struct {
 	{ "evict_lru", t_evict, 0 },
 	{ "evict_progress", t_evict, 1 },
 	{ "watermark_lru", t_watermark, 0 },
+	{ "memory_reserved_for_progress", t_reserve, 0 },
 	{ "quota_per_source", t_quota, 0 },
 	{ "attack_flood_first_only", t_flood, 0 },
 	{ "attack_rose", t_flood, 1 },
