@@ -28,7 +28,7 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck $(OUT)/gen \
 	     $(OUT)/sink
 
-.PHONY: all clean test demo deps install vmlinux bench bench-bin
+.PHONY: all clean test demo deps install vmlinux bench bench-bin soak
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
 
@@ -88,6 +88,14 @@ $(OUT)/sink: bench/sink.c | $(OUT)
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-bin
 	$(Q)bench/run.sh $(BENCH_ARGS)
+
+# ---- Soak (tests/soak.sh): never part of `make test` ------------------------
+# make soak [SOAK_SECS=600] [SOAK_ARGS="--attach-args '--buckets 512'"]
+SOAK_SECS ?= 600
+
+soak: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/soak.sh --duration $(SOAK_SECS) $(SOAK_ARGS)
 
 # vmlinux.h is committed; regenerate it from the running kernel's BTF.
 vmlinux:

@@ -7,6 +7,9 @@
  * sendmmsg.  All frames are built before the timed loop, which only patches
  * the IP identification (and IPv4 header checksum), the UDP source port of
  * first fragments (--flows) and, for attack frames, the source address.
+ * Attack frames come in units (--attack-kind): the frames of one unit share
+ * a random IP id (and, with --attack-spoof, a random source); no unit ever
+ * makes a whole datagram.
  * Payload: "XFBG", seq (u32 BE), length (u32 BE), byte[i] = seq * 31 + i * 7.
  */
 #define _GNU_SOURCE
@@ -34,6 +37,20 @@
 
 enum { ORD_IN, ORD_REV, ORD_RAND };
 
+/* Attack units: first fragment only; first and last (Rose); --attack-frags
+ * 8-byte fragments from offset 0 on (tiny); first fragment and one that
+ * overlaps its second half; --attack-frags copies of the first fragment. */
+enum { AK_FIRST, AK_ROSE, AK_TINY, AK_OVERLAP, AK_DUP };
+static const char *const akinds[] = { "first", "rose", "tiny", "overlap",
+				      "dup" };
+#define NAKINDS	(int)(sizeof(akinds) / sizeof(akinds[0]))
+
+struct afr {			/* one frame of an attack unit */
+	uint8_t *buf;
+	uint16_t len;
+	int l4;			/* offset 0: holds the UDP header */
+};
+
 struct tpl {			/* one prebuilt datagram */
 	uint8_t *buf;		/* nfr frames, g.stride apart, in send order */
 	uint16_t *flen;		/* frame lengths */
@@ -54,6 +71,7 @@ static struct {
 	const char *iface;
 	uint8_t smac[6], dmac[6];
 	int v6, spoof, json, order, dport, sport, size, mtu, streams, flows;
+	int akind, afrags, aonly;
 	struct in_addr s4, d4;
 	struct in6_addr s6, d6;
 	double loss, duration, rate, arate;
@@ -67,8 +85,10 @@ static struct {
 	uint64_t next_tpl, assigned, bgen, rng_loss, rng_att, loss_thr;
 	uint32_t id;
 	uint8_t *att;		/* BATCH attack frames, one per batch slot */
-	uint16_t att_len;
 	uint64_t att_sum;	/* attack UDP sum without the source address */
+	struct afr *unit;	/* the frames of one attack unit, in order */
+	int nunit, ustep;	/* its length; next frame of the open unit */
+	uint64_t ur, ulo;	/* the open unit's random id/source bits */
 	/* results */
 	uint64_t honest, attack, dgrams, lossy, bytes, payload, retries, dropped;
 	double elapsed;
@@ -225,6 +245,39 @@ static uint64_t build_l4(uint8_t *l4, uint32_t seq, int dport, int with_src)
 	return sum16(l4, n, s + (uint32_t)n + IPPROTO_UDP);
 }
 
+/* The frames of one attack unit other than `first` (whose one frame is
+ * batch slot 0's, built by the caller), built once; get_attack() copies
+ * them into the batch slots and patches id and source. */
+static void build_unit(const uint8_t *l4, int l4len, int nfr, int alen)
+{
+	int half = alen / 2 & ~7, last = (nfr - 1) * g.fp;
+
+	if (g.akind == AK_FIRST)
+		return;
+	if (g.akind == AK_ROSE && nfr < 3)
+		die("--attack-kind rose: --size must make at least 3 fragments");
+	if (g.akind == AK_OVERLAP && half < 8)
+		die("--attack-kind overlap: --size too small");
+	for (int i = 0; i < g.nunit; i++) {
+		struct afr *u = &g.unit[i];
+		int off = 0, len = alen, mf = 1;
+
+		if (g.akind == AK_ROSE && i == 1)
+			off = last, len = l4len - last, mf = 0;
+		else if (g.akind == AK_TINY)
+			off = i * 8, len = 8;
+		else if (g.akind == AK_OVERLAP && i == 1)
+			off = half;
+		u->buf = xmalloc(g.stride);
+		u->len = build_frame(u->buf, l4, off, len, mf, 1);
+		u->l4 = off == 0;
+		if (u->l4)
+			put16(u->buf + ETH_HLEN + g.ihl + 6, udp_csum(g.v6 ?
+				sum16(&g.s6, 16, g.att_sum) :
+				sum16(&g.s4, 4, g.att_sum)));
+	}
+}
+
 static void build_templates(void)
 {
 	int l4len = UDPH + g.size, frag = l4len > g.fp;
@@ -234,6 +287,9 @@ static void build_templates(void)
 	uint64_t rng = mix(g.seed ^ 0x5348554646ull);
 
 	g.stride = (ETH_HLEN + g.ihl + (frag ? g.fp : l4len) + 63) & ~63ul;
+	g.nunit = g.akind == AK_FIRST ? 1 : g.akind == AK_ROSE ||
+		  g.akind == AK_OVERLAP ? 2 : g.afrags;
+	g.unit = xmalloc(sizeof(*g.unit) * g.nunit);
 	g.ntpl = g.streams * 2 > 64 ? g.streams * 2 : 64;
 	g.tpls = xmalloc(sizeof(*g.tpls) * g.ntpl);
 	for (int t = 0; t < g.ntpl; t++) {
@@ -273,11 +329,14 @@ static void build_templates(void)
 	g.att_sum += (uint32_t)g.sport;
 	for (int i = 0; i < BATCH; i++) {
 		uint8_t *f = g.att + g.stride * i;
+		uint16_t n = build_frame(f, l4, 0, alen, 1, 1);
 
-		g.att_len = build_frame(f, l4, 0, alen, 1, 1);
 		put16(f + ETH_HLEN + g.ihl + 6, udp_csum(g.v6 ?
 			sum16(&g.s6, 16, g.att_sum) : sum16(&g.s4, 4, g.att_sum)));
+		if (i == 0)	/* --attack-kind first: the unit is this frame */
+			g.unit[0] = (struct afr){ f, n, 1 };
 	}
+	build_unit(l4, l4len, nfr, alen);
 	free(l4);
 	free(ord);
 }
@@ -362,28 +421,44 @@ static int get_honest(uint8_t **fp, uint16_t *len)
 	return 0;
 }
 
-/* Attack frame for batch slot i: random id, random source with --spoof. */
-static uint8_t *get_attack(int i)
+/* Attack frame for batch slot i, the open unit's next: random id, random
+ * source with --spoof, drawn once per unit. */
+static uint8_t *get_attack(int i, uint16_t *len)
 {
 	uint8_t *f = g.att + g.stride * i, *ip = f + ETH_HLEN;
-	uint64_t r = xorshift(&g.rng_att), lo;
+	const struct afr *u = &g.unit[g.ustep];
+	uint64_t r, lo;
 
+	if (g.ustep == 0) {
+		g.ur = xorshift(&g.rng_att);
+		if (g.v6 && g.spoof)
+			g.ulo = xorshift(&g.rng_att);
+	}
+	g.ustep = (g.ustep + 1) % g.nunit;
+	r = g.ur;
+	lo = g.ulo;
+	if (g.akind != AK_FIRST)
+		memcpy(f, u->buf, u->len);
+	*len = u->len;
 	if (!g.v6) {
 		put16(ip + 4, (uint16_t)r);
 		if (g.spoof) {	/* 198.18.0.0/15 */
 			put32(ip + 12, 0xc6120000u | (uint32_t)((r >> 16) & 0x1ffff));
-			put16(ip + 26, udp_csum(sum16(ip + 12, 4, g.att_sum)));
+			if (u->l4)
+				put16(ip + 26, udp_csum(sum16(ip + 12, 4,
+							      g.att_sum)));
 		}
 		ip4_csum(ip);
 	} else {
 		put32(ip + 44, (uint32_t)r);
 		if (g.spoof) {	/* fd66::/64 */
-			lo = xorshift(&g.rng_att);
 			put32(ip + 8, 0xfd660000u);
 			put32(ip + 12, 0);
 			put32(ip + 16, (uint32_t)(lo >> 32));
 			put32(ip + 20, (uint32_t)lo);
-			put16(ip + 54, udp_csum(sum16(ip + 8, 16, g.att_sum)));
+			if (u->l4)
+				put16(ip + 54, udp_csum(sum16(ip + 8, 16,
+							      g.att_sum)));
 		}
 	}
 	return f;
@@ -407,7 +482,8 @@ static void send_batch(struct mmsghdr *m, int n)
 
 /* The timed loop.  Token buckets (capped at about two batches) pace honest
  * (--rate) and attack (--attack-rate) frames; a batch interleaves both
- * evenly.  With --rate 0 honest frames fill what the attack leaves. */
+ * evenly.  With --rate 0 honest frames fill what the attack leaves, unless
+ * --attack-only: then no honest frame is sent. */
 static void run(void)
 {
 	struct mmsghdr m[BATCH];
@@ -424,7 +500,7 @@ static void run(void)
 		m[i].msg_hdr.msg_iovlen = 1;
 	}
 	capa = 2.0 * BATCH;
-	if (R > 0) {
+	if (R > 0 || g.aonly) {
 		caph = 2.0 * BATCH * R / (R + A);
 		capa = 2.0 * BATCH * A / (R + A);
 		/* sleep until ~200 us worth of frames are due */
@@ -444,7 +520,7 @@ static void run(void)
 		th = th + R * dt > caph ? caph : th + R * dt;
 		ta = ta + A * dt > capa ? capa : ta + A * dt;
 		na = (int)ta;
-		if (R > 0) {
+		if (R > 0 || g.aonly) {
 			nh = (int)th;
 			if (nh + na < (int)target) {
 				double w = (target - th - ta) / (R + A);
@@ -465,8 +541,7 @@ static void run(void)
 			uint16_t len;
 
 			if ((j + 1) * na / tot > j * na / tot) {
-				f = get_attack(n);
-				len = g.att_len;
+				f = get_attack(n, &len);
 				aa++;
 			} else {
 				int r = get_honest(&f, &len);
@@ -507,14 +582,22 @@ static const char usage_text[] =
 "      --loss PCT        drop each fragment with this probability (default 0)\n"
 "      --duration S      seconds to run, 0 = until --count/signal (default 5)\n"
 "      --rate FPS        honest frames/s, 0 = as fast as possible (default 0)\n"
-"      --attack-rate FPS first-fragment-only attack frames/s (default 0)\n"
+"      --attack-rate FPS attack frames/s (default 0)\n"
 "      --attack-spoof    attack from random sources (198.18.0.0/15, fd66::/64)\n"
+"      --attack-kind K   what each attack unit (one random id) is: first (the\n"
+"                        first fragment), rose (first and last fragment),\n"
+"                        tiny (--attack-frags 8-byte fragments from offset 0),\n"
+"                        overlap (first fragment, then one over its second\n"
+"                        half), dup (--attack-frags copies of the first\n"
+"                        fragment) (default first)\n"
+"      --attack-frags N  frames of a tiny or dup unit (default 8)\n"
+"      --attack-only     send attack frames only (needs --attack-rate)\n"
 "      --flows F         cycle over source ports sport..sport+F-1 (default 1)\n"
 "      --seed S          PRNG seed (default 1)\n"
 "      --count N         stop after N honest datagrams (default: no limit)\n"
 "      --json            print the summary as one JSON object\n";
 
-static const char *o_src, *o_dst, *o_order = "inorder";
+static const char *o_src, *o_dst, *o_order = "inorder", *o_akind = "first";
 
 /* Types: i int, u uint64, d double, s string, m MAC, f flag (int = 1). */
 static const struct optdef {
@@ -534,6 +617,9 @@ static const struct optdef {
 	{ "rate", 'd', &g.rate, 0, 1e10 },
 	{ "attack-rate", 'd', &g.arate, 0, 1e10 },
 	{ "attack-spoof", 'f', &g.spoof, 0, 0 },
+	{ "attack-kind", 's', &o_akind, 0, 0 },
+	{ "attack-frags", 'i', &g.afrags, 1, 1024 },
+	{ "attack-only", 'f', &g.aonly, 0, 0 },
 	{ "flows", 'i', &g.flows, 1, 65535 },	{ "seed", 'u', &g.seed, 0, 1e18 },
 	{ "count", 'u', &g.count, 1, 1e18 },	{ "json", 'f', &g.json, 0, 0 },
 };
@@ -615,7 +701,7 @@ static void parse(int argc, char **argv)
 	lo[NDEFS] = (struct option){ "help", no_argument, NULL, 'h' };
 	lo[NDEFS + 1] = (struct option){ 0, 0, 0, 0 };
 	g.dport = 9000, g.sport = 40000, g.size = 4416, g.mtu = 1500;
-	g.streams = 16, g.flows = 1, g.seed = 1, g.duration = 5;
+	g.streams = 16, g.flows = 1, g.seed = 1, g.duration = 5, g.afrags = 8;
 	while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
 		c = c == 'i' ? 256 : c;
 		if (c < 256 || c >= 256 + NDEFS) {
@@ -633,6 +719,13 @@ static void parse(int argc, char **argv)
 		  !strcmp(o_order, "random") ? ORD_RAND : -1;
 	if (g.order < 0)
 		die("bad --order (inorder|reverse|random)");
+	for (g.akind = 0; g.akind < NAKINDS; g.akind++)
+		if (!strcmp(o_akind, akinds[g.akind]))
+			break;
+	if (g.akind == NAKINDS)
+		die("bad --attack-kind (first|rose|tiny|overlap|dup)");
+	if (g.aonly && !(g.arate > 0))
+		die("--attack-only needs --attack-rate");
 	if (inet_pton(AF_INET6, o_dst, &g.d6) == 1)
 		g.v6 = 1;
 	else if (inet_pton(AF_INET, o_dst, &g.d4) != 1)

@@ -110,22 +110,27 @@ static void usage(FILE *o)
 "  --idle-ms MS      stop MS ms after the last datagram (default 0: off)\n"
 "  --count N         stop after N good datagrams\n"
 "  --ready-file PATH create PATH once the socket is bound\n"
-"  --json            print the summary as one JSON object\n");
+"  --json            print the summary as one JSON object\n"
+"  --progress-ms MS  every MS ms also print one JSON line {\"progress\":1,\n"
+"                    \"t\":seconds since start,\"ok\":N,\"bad\":N,\"bytes\":N}\n");
 }
 
 int main(int argc, char **argv)
 {
-	enum { O_PORT = 256, O_FAM, O_DUR, O_IDLE, O_COUNT, O_JSON, O_READY };
+	enum { O_PORT = 256, O_FAM, O_DUR, O_IDLE, O_COUNT, O_JSON, O_READY,
+	       O_PROG };
 	static const struct option lo[] = {
 		{ "port", 1, 0, O_PORT }, { "family", 1, 0, O_FAM },
 		{ "duration", 1, 0, O_DUR }, { "idle-ms", 1, 0, O_IDLE },
 		{ "count", 1, 0, O_COUNT }, { "json", 0, 0, O_JSON },
-		{ "ready-file", 1, 0, O_READY }, { "help", 0, 0, 'h' },
+		{ "ready-file", 1, 0, O_READY }, { "progress-ms", 1, 0, O_PROG },
+		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	int port = 9000, fam = 0, json = 0, fd, c, one = 1, zero = 0;
 	int rcvbuf = 32 << 20, nbad_print = 0;
 	double duration = 0, idle = 0, t_start, t_first = 0, t_last = 0, el;
+	double progress = 0, t_prog = 0;
 	uint64_t count = 0, ok = 0, bad = 0, bytes = 0, fmin = 0, fmax = 0;
 	unsigned int flows = 0;
 	const char *ready = NULL;
@@ -153,7 +158,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case O_DUR:
-		case O_IDLE: {
+		case O_IDLE:
+		case O_PROG: {
 			double v = strtod(optarg, &e);
 
 			if (*e || e == optarg || !(v >= 0 && v < 1e12)) {
@@ -162,8 +168,10 @@ int main(int argc, char **argv)
 			}
 			if (c == O_DUR)
 				duration = v;
-			else
+			else if (c == O_IDLE)
 				idle = v / 1000.0;
+			else
+				progress = v / 1000.0;
 			break;
 		}
 		case O_COUNT:
@@ -286,6 +294,15 @@ int main(int argc, char **argv)
 				sport = ntohs(((struct sockaddr_in6 *)&names[i])->sin6_port);
 			if (!flow[sport]++)
 				flows++;
+		}
+		if (progress > 0 && now - t_start >= t_prog) {
+			printf("{\"progress\":1,\"t\":%.3f,\"ok\":%llu,"
+			       "\"bad\":%llu,\"bytes\":%llu}\n",
+			       now - t_start, (unsigned long long)ok,
+			       (unsigned long long)bad,
+			       (unsigned long long)bytes);
+			fflush(stdout);
+			t_prog = now - t_start + progress;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 		    errno != EINTR) {
