@@ -28,30 +28,30 @@ struct xf_opt *xf_opt(struct xf_opt *opts, const char *name)
 	return NULL;
 }
 
-void xf_usage(const struct xf_cmd *cmd)
+void xf_usage(FILE *f, const struct xf_cmd *cmd)
 {
 	const struct xf_opt *o;
 
-	printf("Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
+	fprintf(f, "Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
 	       cmd->args ? cmd->args : "", cmd->summary);
 	for (o = cmd->opts; o && o->name; o++) {
 		char left[64];
 
 		snprintf(left, sizeof(left), "--%s%s%s", o->name,
 			 o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		printf("  %-26s %s", left, o->help);
+		fprintf(f, "  %-26s %s", left, o->help);
 		if (o->def)
-			printf(" (default: %s)", o->def);
+			fprintf(f, " (default: %s)", o->def);
 		if (o->max)
-			printf(" [%llu..%llu]", (unsigned long long)o->min,
-			       (unsigned long long)o->max);
-		printf("\n");
+			fprintf(f, " [%llu..%llu]", (unsigned long long)o->min,
+				(unsigned long long)o->max);
+		fprintf(f, "\n");
 	}
-	printf("  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
-	printf("  %-26s %s\n", "-h, --help", "show this help");
+	fprintf(f, "  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
+	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
 	if (cmd->more_help) {
-		printf("\nSettings (key=value):\n");
-		cmd->more_help(stdout);
+		fprintf(f, "\nSettings (key=value):\n");
+		cmd->more_help(f);
 	}
 }
 
@@ -92,10 +92,8 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
-		if (c == 'h') {
-			xf_usage(cmd);
-			exit(XF_EXIT_OK);
-		}
+		if (c == 'h')
+			return XF_PARSE_HELP;
 		if (c == 'v') {
 			xf_verbose = 1;
 			continue;
@@ -179,6 +177,17 @@ int xf_err_exit(int err)
 	}
 }
 
+/* Sum n per-CPU values (counters wrap modulo 2^64, as in the kernel). */
+void xf_stats_sum(struct xfrag_stats *sum, const struct xfrag_stats *v, int n)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < n; c++)
+		for (int i = 0; i < xf_ncounters; i++)
+			*(__u64 *)((char *)sum + xf_counters[i].off) +=
+				*(const __u64 *)((const char *)&v[c] +
+						 xf_counters[i].off);
+}
+
 int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		  struct xfrag_stats **percpu, int *ncpu)
 {
@@ -206,11 +215,7 @@ int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		free(v);
 		return err;
 	}
-	memset(sum, 0, sizeof(*sum));
-	for (int c = 0; c < n; c++)
-		for (int i = 0; i < xf_ncounters; i++)
-			*(__u64 *)((char *)sum + xf_counters[i].off) +=
-				*(__u64 *)((char *)&v[c] + xf_counters[i].off);
+	xf_stats_sum(sum, v, n);
 	if (percpu) {
 		*percpu = v;
 		*ncpu = n;
