@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* xfrag CLI: option tables, interface and pin helpers, counter access. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <net/if.h>
@@ -128,26 +129,72 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 	return 0;
 }
 
+/*
+ * A name the kernel accepts for a device (its dev_valid_name()): 1 to
+ * IFNAMSIZ - 1 bytes, not "." or "..", no '/', ':' or white space.  Only
+ * such a name may become a directory under XFRAG_PIN_ROOT.
+ */
+bool xf_ifname_valid(const char *ifname)
+{
+	size_t n = strnlen(ifname, IFNAMSIZ);
+
+	if (n == 0 || n == IFNAMSIZ || !strcmp(ifname, ".") ||
+	    !strcmp(ifname, ".."))
+		return false;
+	for (const char *p = ifname; *p; p++)
+		if (*p == '/' || *p == ':' || isspace((unsigned char)*p))
+			return false;
+	return true;
+}
+
 int xf_ifindex(const char *ifname)
 {
-	int idx = if_nametoindex(ifname);
+	int idx = xf_ifname_valid(ifname) ? (int)if_nametoindex(ifname) : 0;
 
 	if (!idx)
 		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
 	return idx;
 }
 
-void xf_pin_dir(char *buf, size_t len, const char *ifname)
+/*
+ * XFRAG_PIN_ROOT/IFACE, or XFRAG_PIN_ROOT/IFACE/MAP with map, into buf:
+ * 0; -ENODEV when ifname is no interface name (so it cannot lead out of
+ * XFRAG_PIN_ROOT), -ENAMETOOLONG when buf is too small.  On error buf
+ * holds "" (len > 0): a path is never truncated.
+ */
+int xf_pin_path(char *buf, size_t len, const char *ifname, const char *map)
 {
-	snprintf(buf, len, "%s/%s", XFRAG_PIN_ROOT, ifname);
+	int n;
+
+	if (len)
+		buf[0] = 0;
+	if (!xf_ifname_valid(ifname))
+		return -ENODEV;
+	if (map)
+		n = snprintf(buf, len, "%s/%s/%s", XFRAG_PIN_ROOT, ifname, map);
+	else
+		n = snprintf(buf, len, "%s/%s", XFRAG_PIN_ROOT, ifname);
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int xf_pin_dir(char *buf, size_t len, const char *ifname)
+{
+	return xf_pin_path(buf, len, ifname, NULL);
 }
 
 int xf_pin_open(const char *ifname, const char *map)
 {
 	char path[256];
-	int fd;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%s/%s", XFRAG_PIN_ROOT, ifname, map);
+	err = xf_pin_path(path, sizeof(path), ifname, map);
+	if (err)
+		return err;
 	fd = bpf_obj_get(path);
 	return fd < 0 ? -errno : fd;
 }

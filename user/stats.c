@@ -108,6 +108,9 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 			fprintf(stderr, "xfrag stats: xfrag is not attached to %s "
 				"(no %s/%s/xfrag_stats)\n", ifname,
 				XFRAG_PIN_ROOT, ifname);
+		else if (err == -ENODEV)
+			fprintf(stderr, "xfrag stats: unknown interface '%s'\n",
+				ifname);
 		else
 			fprintf(stderr, "xfrag stats: %s\n", strerror(-err));
 		return err == -ENOENT ? XF_EXIT_IFACE : xf_err_exit(err);
