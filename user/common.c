@@ -56,25 +56,35 @@ void xf_usage(FILE *f, const struct xf_cmd *cmd)
 	}
 }
 
-/* Parse "123", "4k", "2M", "1G" (powers of 1024). */
+/*
+ * Parse "123", "4k", "2M", "1G": decimal digits, then at most one suffix
+ * k/K, m/M or g/G (powers of 1024).  -EINVAL for anything else (signs,
+ * spaces, hex) and for a value beyond 64 bits; *out is set only on success.
+ */
 int xf_parse_num(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	const char *p = s;
+	uint64_t v = 0;
+	int shift = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (*p < '0' || *p > '9')
 		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned int d = *p - '0';
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
 	default: break;
 	}
-	if (*end)
+	if (*p || v > UINT64_MAX >> shift)
 		return -EINVAL;
-	*out = v;
+	*out = v << shift;
 	return 0;
 }
 
