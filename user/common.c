@@ -101,7 +101,9 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 	lo[n++] = (struct option){ "verbose", 0, NULL, 'v' };
 	lo[n] = (struct option){ 0 };
 
-	optind = 1;
+	/* 0, not 1: glibc then also forgets where it stopped in the last
+	 * argv it scanned (a cluster like -xv left half read). */
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		if (c == 'h')
 			return XF_PARSE_HELP;
