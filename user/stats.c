@@ -27,9 +27,9 @@ static __u64 field(const struct xfrag_stats *s, int i)
 	return *(const __u64 *)((const char *)s + xf_counters[i].off);
 }
 
-/* One JSON object: the sums, and with pc every CPU's values too. */
-void xf_print_json(FILE *f, const struct xfrag_stats *sum,
-		   const struct xfrag_stats *pc, int ncpu)
+/* The counters as one JSON object: the sums, with pc every CPU's too. */
+static void json_obj(FILE *f, const struct xfrag_stats *sum,
+		     const struct xfrag_stats *pc, int ncpu)
 {
 	fprintf(f, "{");
 	for (int i = 0; i < xf_ncounters; i++)
@@ -47,7 +47,14 @@ void xf_print_json(FILE *f, const struct xfrag_stats *sum,
 		}
 		fprintf(f, "]");
 	}
-	fprintf(f, "}\n");
+	fprintf(f, "}");
+}
+
+void xf_print_json(FILE *f, const struct xfrag_stats *sum,
+		   const struct xfrag_stats *pc, int ncpu)
+{
+	json_obj(f, sum, pc, ncpu);
+	fprintf(f, "\n");
 }
 
 /* One report of `stats --interval --json`: rates, then the totals. */
@@ -64,7 +71,8 @@ void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
 			(field(sum, i) - field(prev, i)) / secs);
 	}
 	fprintf(f, "}, \"totals\": ");
-	xf_print_json(f, sum, pc, ncpu);
+	json_obj(f, sum, pc, ncpu);
+	fprintf(f, "}\n");
 }
 
 void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
