@@ -184,7 +184,10 @@ void xf_pcpu_verdict(const struct xfrag_pcpu *pc, int n, __u64 now,
 	int ok = 0, bad = 0, seen = 0;
 
 	for (int i = 0; i < n; i++) {
-		if (pc[i].tc_seen_ns && now - pc[i].tc_seen_ns < XFRAG_TC_ALIVE_NS)
+		/* Written from the coarse clock, which lags CLOCK_MONOTONIC:
+		 * a time after now is not a recent one. */
+		if (pc[i].tc_seen_ns && pc[i].tc_seen_ns <= now &&
+		    now - pc[i].tc_seen_ns < XFRAG_TC_ALIVE_NS)
 			seen = 1;
 		bad |= pc[i].room_bad != 0;
 		ok |= pc[i].room_ok >= XFRAG_ROOM_PROOF;
