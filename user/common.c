@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* xfrag CLI: option tables, interface and pin helpers, counter access. */
+/* xfrag CLI: option parsing, interface and pin helpers, counter access. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +34,7 @@ void xf_usage(FILE *f, const struct xf_cmd *cmd)
 	const struct xf_opt *o;
 
 	fprintf(f, "Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
-	       cmd->args ? cmd->args : "", cmd->summary);
+		cmd->args ? cmd->args : "", cmd->summary);
 	for (o = cmd->opts; o && o->name; o++) {
 		char left[64];
 
