@@ -50,10 +50,44 @@ static int in_args(const char *p, char **args, int n)
 	return 0;
 }
 
+/*
+ * Regression: a parse that stops inside a cluster ("-qv": q unknown) must
+ * not leak into the next one (glibc kept reading "v" of the old argv when
+ * xf_parse() reset optind to 1, and then skipped the new argv[1]).
+ */
+static void check_fresh_state(void)
+{
+	const struct xf_cmd *stats = NULL;
+	char c0[] = "stats", c1[] = "-qv", d0[] = "stats", d1[] = "eth0";
+	char *a[] = { c0, c1, NULL }, *b[] = { d0, d1, NULL };
+	struct xf_opt *opts;
+	struct xf_cmd cmd;
+	int first = -1, r;
+
+	for (size_t c = 0; c < xf_ncmds; c++)
+		if (!strcmp(xf_cmds[c].name, "stats"))
+			stats = &xf_cmds[c];
+	XF_CHECK(stats, "no stats command");
+	opts = malloc((nopts(stats->opts) + 1) * sizeof(*opts));
+	if (!opts)
+		abort();
+	memcpy(opts, stats->opts, (nopts(stats->opts) + 1) * sizeof(*opts));
+	cmd = *stats;
+	cmd.opts = opts;
+	r = xf_parse(&cmd, 2, a, &first);
+	XF_CHECK(r == -EINVAL, "stats -qv: %d", r);
+	memcpy(opts, stats->opts, (nopts(stats->opts) + 1) * sizeof(*opts));
+	r = xf_parse(&cmd, 2, b, &first);
+	XF_CHECK(r == 0 && first == 1, "stats eth0 after stats -qv: %d, "
+		 "first %d", r, first);
+	free(opts);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	check_fresh_state();
 	/* The tables themselves must describe sane options. */
 	for (size_t c = 0; c < xf_ncmds; c++) {
 		const struct xf_cmd *cmd = &xf_cmds[c];
