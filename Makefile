@@ -28,7 +28,7 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck $(OUT)/gen \
 	     $(OUT)/sink
 
-.PHONY: all clean test demo deps install vmlinux bench bench-bin soak
+.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz fuzz-bin
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
 
@@ -58,6 +58,38 @@ $(OUT)/fragsend: tests/fragsend.c
 $(OUT)/udpcheck: tests/udpcheck.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+# ---- libFuzzer targets (tests/fuzz/): the user-space parsers ---------------
+# tests/fuzz_test.sh (in `make test`) builds them and runs each briefly;
+# `make fuzz [FUZZ_TIME=600]` runs each for FUZZ_TIME seconds.
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -g -O1 $(FUZZ_SAN) -Wall -Wextra -Werror -Iinclude -Iuser \
+		-I$(OUT) -Itests/fuzz
+FUZZ_TARGETS := num args config render path
+FUZZ_BINS    := $(addprefix $(OUT)/fuzz_,$(FUZZ_TARGETS))
+FUZZ_OBJS    := $(patsubst user/%.c,$(OUT)/fuzz/%.o,\
+		$(filter-out user/xfrag.c,$(USER_SRC)))
+FUZZ_TIME    ?= 600
+
+fuzz-bin: $(FUZZ_BINS)
+
+# Objects shared by every target: keep them.
+.SECONDARY: $(FUZZ_OBJS)
+
+$(OUT)/fuzz/%.o: user/%.c $(USER_HDR) $(OUT)/xfrag.skel.h
+	@echo "  FUZZCC  $@"
+	$(Q)mkdir -p $(OUT)/fuzz
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/json.h $(FUZZ_OBJS)
+	@echo "  FUZZCC  $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ \
+		$(LDLIBS)
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory fuzz-bin
+	$(Q)tests/fuzz_test.sh --time $(FUZZ_TIME)
 
 # ---- Benchmark (bench/): never part of `make test` -------------------------
 BENCH_BINS := $(OUT)/micro

@@ -3,7 +3,8 @@
 # Install the Debian 12 packages xfrag needs to build and test, if missing.
 set -e
 PKGS="clang llvm libbpf-dev bpftool libxdp-dev xdp-tools libelf-dev zlib1g-dev
-      iproute2 iputils-ping python3-scapy tcpdump make gcc pkg-config"
+      iproute2 iputils-ping python3-scapy tcpdump make gcc pkg-config
+      libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

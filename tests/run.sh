@@ -34,6 +34,7 @@ fi
 
 run_suite unit ./build/test_prog
 run_suite cli tests/cli_test.sh
+run_suite fuzz-user tests/fuzz_test.sh
 run_suite ns ./tests/ns_test.sh
 run_suite corpus ./tests/corpus_test.sh
 

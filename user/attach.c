@@ -68,7 +68,8 @@ static void unpin_all(const char *ifname)
 {
 	char dir[192], path[256];
 
-	xf_pin_dir(dir, sizeof(dir), ifname);
+	if (xf_pin_dir(dir, sizeof(dir), ifname))
+		return;
 	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
 		unlink(path);
@@ -173,8 +174,11 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			strerror(-err));
 		return xf_err_exit(err);
 	}
-	xf_pin_dir(dir, sizeof(dir), ifname);
-	snprintf(path, sizeof(path), "%s/xfrag_stats", dir);
+	if (xf_pin_path(path, sizeof(path), ifname, "xfrag_stats") ||
+	    xf_pin_dir(dir, sizeof(dir), ifname)) {
+		fprintf(stderr, "xfrag attach: no pin path for '%s'\n", ifname);
+		return XF_EXIT_IFACE;
+	}
 	if (!access(path, F_OK)) {
 		fprintf(stderr, "xfrag attach: already attached to %s (%s exists)\n",
 			ifname, dir);
@@ -315,8 +319,12 @@ int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts)
 		fprintf(stderr, "xfrag detach: needs root\n");
 		return XF_EXIT_PERM;
 	}
+	/* Only an interface name may lead to a directory to remove. */
+	if (xf_pin_dir(dir, sizeof(dir), ifname)) {
+		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
+		return XF_EXIT_IFACE;
+	}
 	quiet_libs();
-	xf_pin_dir(dir, sizeof(dir), ifname);
 	ifindex = if_nametoindex(ifname);
 	if (!ifindex) {
 		/* The interface is gone: only the pins can be left over. */

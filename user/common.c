@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* xfrag CLI: option tables, interface and pin helpers, counter access. */
+/* xfrag CLI: option parsing, interface and pin helpers, counter access. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <net/if.h>
@@ -28,52 +29,62 @@ struct xf_opt *xf_opt(struct xf_opt *opts, const char *name)
 	return NULL;
 }
 
-void xf_usage(const struct xf_cmd *cmd)
+void xf_usage(FILE *f, const struct xf_cmd *cmd)
 {
 	const struct xf_opt *o;
 
-	printf("Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
-	       cmd->args ? cmd->args : "", cmd->summary);
+	fprintf(f, "Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
+		cmd->args ? cmd->args : "", cmd->summary);
 	for (o = cmd->opts; o && o->name; o++) {
 		char left[64];
 
 		snprintf(left, sizeof(left), "--%s%s%s", o->name,
 			 o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		printf("  %-26s %s", left, o->help);
+		fprintf(f, "  %-26s %s", left, o->help);
 		if (o->def)
-			printf(" (default: %s)", o->def);
+			fprintf(f, " (default: %s)", o->def);
 		if (o->max)
-			printf(" [%llu..%llu]", (unsigned long long)o->min,
-			       (unsigned long long)o->max);
-		printf("\n");
+			fprintf(f, " [%llu..%llu]", (unsigned long long)o->min,
+				(unsigned long long)o->max);
+		fprintf(f, "\n");
 	}
-	printf("  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
-	printf("  %-26s %s\n", "-h, --help", "show this help");
+	fprintf(f, "  %-26s %s\n", "-v, --verbose", "show libbpf/libxdp messages");
+	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
 	if (cmd->more_help) {
-		printf("\nSettings (key=value):\n");
-		cmd->more_help(stdout);
+		fprintf(f, "\nSettings (key=value):\n");
+		cmd->more_help(f);
 	}
 }
 
-/* Parse "123", "4k", "2M", "1G" (powers of 1024). */
+/*
+ * Parse "123", "4k", "2M", "1G": decimal digits, then at most one suffix
+ * k/K, m/M or g/G (powers of 1024).  -EINVAL for anything else (signs,
+ * spaces, hex) and for a value beyond 64 bits; *out is set only on success.
+ */
 int xf_parse_num(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	const char *p = s;
+	uint64_t v = 0;
+	int shift = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (*p < '0' || *p > '9')
 		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned int d = *p - '0';
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
 	default: break;
 	}
-	if (*end)
+	if (*p || v > UINT64_MAX >> shift)
 		return -EINVAL;
-	*out = v;
+	*out = v << shift;
 	return 0;
 }
 
@@ -90,12 +101,12 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 	lo[n++] = (struct option){ "verbose", 0, NULL, 'v' };
 	lo[n] = (struct option){ 0 };
 
-	optind = 1;
+	/* 0, not 1: glibc then also forgets where it stopped in the last
+	 * argv it scanned (a cluster like -xv left half read). */
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
-		if (c == 'h') {
-			xf_usage(cmd);
-			exit(XF_EXIT_OK);
-		}
+		if (c == 'h')
+			return XF_PARSE_HELP;
 		if (c == 'v') {
 			xf_verbose = 1;
 			continue;
@@ -130,26 +141,72 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 	return 0;
 }
 
+/*
+ * A name the kernel accepts for a device (its dev_valid_name()): 1 to
+ * IFNAMSIZ - 1 bytes, not "." or "..", no '/', ':' or white space.  Only
+ * such a name may become a directory under XFRAG_PIN_ROOT.
+ */
+bool xf_ifname_valid(const char *ifname)
+{
+	size_t n = strnlen(ifname, IFNAMSIZ);
+
+	if (n == 0 || n == IFNAMSIZ || !strcmp(ifname, ".") ||
+	    !strcmp(ifname, ".."))
+		return false;
+	for (const char *p = ifname; *p; p++)
+		if (*p == '/' || *p == ':' || isspace((unsigned char)*p))
+			return false;
+	return true;
+}
+
 int xf_ifindex(const char *ifname)
 {
-	int idx = if_nametoindex(ifname);
+	int idx = xf_ifname_valid(ifname) ? (int)if_nametoindex(ifname) : 0;
 
 	if (!idx)
 		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
 	return idx;
 }
 
-void xf_pin_dir(char *buf, size_t len, const char *ifname)
+/*
+ * XFRAG_PIN_ROOT/IFACE, or XFRAG_PIN_ROOT/IFACE/MAP with map, into buf:
+ * 0; -ENODEV when ifname is no interface name (so it cannot lead out of
+ * XFRAG_PIN_ROOT), -ENAMETOOLONG when buf is too small.  On error buf
+ * holds "" (len > 0): a path is never truncated.
+ */
+int xf_pin_path(char *buf, size_t len, const char *ifname, const char *map)
 {
-	snprintf(buf, len, "%s/%s", XFRAG_PIN_ROOT, ifname);
+	int n;
+
+	if (len)
+		buf[0] = 0;
+	if (!xf_ifname_valid(ifname))
+		return -ENODEV;
+	if (map)
+		n = snprintf(buf, len, "%s/%s/%s", XFRAG_PIN_ROOT, ifname, map);
+	else
+		n = snprintf(buf, len, "%s/%s", XFRAG_PIN_ROOT, ifname);
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int xf_pin_dir(char *buf, size_t len, const char *ifname)
+{
+	return xf_pin_path(buf, len, ifname, NULL);
 }
 
 int xf_pin_open(const char *ifname, const char *map)
 {
 	char path[256];
-	int fd;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%s/%s", XFRAG_PIN_ROOT, ifname, map);
+	err = xf_pin_path(path, sizeof(path), ifname, map);
+	if (err)
+		return err;
 	fd = bpf_obj_get(path);
 	return fd < 0 ? -errno : fd;
 }
@@ -179,6 +236,17 @@ int xf_err_exit(int err)
 	}
 }
 
+/* Sum n per-CPU values (counters wrap modulo 2^64, as in the kernel). */
+void xf_stats_sum(struct xfrag_stats *sum, const struct xfrag_stats *v, int n)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < n; c++)
+		for (int i = 0; i < xf_ncounters; i++)
+			*(__u64 *)((char *)sum + xf_counters[i].off) +=
+				*(const __u64 *)((const char *)&v[c] +
+						 xf_counters[i].off);
+}
+
 int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		  struct xfrag_stats **percpu, int *ncpu)
 {
@@ -206,11 +274,7 @@ int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		free(v);
 		return err;
 	}
-	memset(sum, 0, sizeof(*sum));
-	for (int c = 0; c < n; c++)
-		for (int i = 0; i < xf_ncounters; i++)
-			*(__u64 *)((char *)sum + xf_counters[i].off) +=
-				*(__u64 *)((char *)&v[c] + xf_counters[i].off);
+	xf_stats_sum(sum, v, n);
 	if (percpu) {
 		*percpu = v;
 		*ncpu = n;

@@ -43,19 +43,49 @@ struct xf_cmd {
 
 extern int xf_verbose;
 
+/* The commands, in user/cmds.c. */
+extern const struct xf_cmd xf_cmds[];
+extern const size_t xf_ncmds;
+
+/*
+ * Parse argv (argv[0]: the command) against cmd->opts: 0 with *first_arg
+ * the index of the first positional argument (argv is permuted), -EINVAL
+ * or -ERANGE with a message on stderr, or XF_PARSE_HELP for -h/--help.
+ */
+#define XF_PARSE_HELP	1
 int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg);
-void xf_usage(const struct xf_cmd *cmd);
+void xf_usage(FILE *f, const struct xf_cmd *cmd);
 struct xf_opt *xf_opt(struct xf_opt *opts, const char *name);
+bool xf_ifname_valid(const char *ifname);
 int xf_ifindex(const char *ifname);
-void xf_pin_dir(char *buf, size_t len, const char *ifname);
+int xf_pin_path(char *buf, size_t len, const char *ifname, const char *map);
+int xf_pin_dir(char *buf, size_t len, const char *ifname);
 int xf_pin_open(const char *ifname, const char *map);
 int xf_err_exit(int err);
 int xf_parse_num(const char *s, uint64_t *out);
 int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val);
+int xf_config_args(struct xfrag_config *cfg, int argc, char **argv);
 const char *xf_evict_name(__u32 evict);
 void xf_config_keys(FILE *f);
+void xf_stats_sum(struct xfrag_stats *sum, const struct xfrag_stats *v, int n);
 int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		  struct xfrag_stats **percpu, int *ncpu);
+
+/* Rendering (stats.c): pure functions of what was read from the maps. */
+void xf_print_json(FILE *f, const struct xfrag_stats *sum,
+		   const struct xfrag_stats *pc, int ncpu);
+void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
+			 const struct xfrag_stats *pc, int ncpu,
+			 const struct xfrag_stats *prev, double secs);
+void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
+		    const struct xfrag_stats *pc, int ncpu,
+		    const struct xfrag_stats *prev, double secs);
+void xf_pcpu_verdict(const struct xfrag_pcpu *pc, int n, __u64 now,
+		     bool tc_flag, const char **tc, const char **room);
+void xf_status_header(FILE *f);
+void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
+		   const struct xfrag_config *cfg, const char *tc,
+		   const char *room);
 
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);

@@ -90,11 +90,37 @@ int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val)
 	return -EINVAL;
 }
 
+/*
+ * Apply "key=value" arguments in order to cfg (argument strings are split
+ * in place), then check what spans settings: XF_EXIT_OK, or
+ * XF_EXIT_USAGE with a message on stderr (cfg then partly changed).
+ */
+int xf_config_args(struct xfrag_config *cfg, int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (!eq) {
+			fprintf(stderr, "xfrag config: '%s' is not key=value\n",
+				argv[i]);
+			return XF_EXIT_USAGE;
+		}
+		*eq = 0;
+		if (xf_config_set(cfg, argv[i], eq + 1))
+			return XF_EXIT_USAGE;
+	}
+	if (cfg->mem_low && cfg->mem_high && cfg->mem_low > cfg->mem_high) {
+		fprintf(stderr, "xfrag config: mem-low above mem-high\n");
+		return XF_EXIT_USAGE;
+	}
+	return XF_EXIT_OK;
+}
+
 int xf_cmd_config(int argc, char **argv, struct xf_opt *opts)
 {
 	struct xfrag_config cfg;
 	__u32 zero = 0;
-	int fd, ret = XF_EXIT_OK;
+	int fd, ret;
 	(void)opts;
 
 	fd = xf_pin_open(argv[0], "xfrag_config");
@@ -109,26 +135,7 @@ int xf_cmd_config(int argc, char **argv, struct xf_opt *opts)
 		close(fd);
 		return XF_EXIT_FAIL;
 	}
-	for (int i = 1; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-
-		if (!eq) {
-			fprintf(stderr, "xfrag config: '%s' is not key=value\n",
-				argv[i]);
-			ret = XF_EXIT_USAGE;
-			break;
-		}
-		*eq = 0;
-		if (xf_config_set(&cfg, argv[i], eq + 1)) {
-			ret = XF_EXIT_USAGE;
-			break;
-		}
-	}
-	if (ret == XF_EXIT_OK && cfg.mem_low && cfg.mem_high &&
-	    cfg.mem_low > cfg.mem_high) {
-		fprintf(stderr, "xfrag config: mem-low above mem-high\n");
-		ret = XF_EXIT_USAGE;
-	}
+	ret = xf_config_args(&cfg, argc - 1, argv + 1);
 	if (ret == XF_EXIT_OK && bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY)) {
 		fprintf(stderr, "xfrag config: cannot write config: %s\n",
 			strerror(errno));

@@ -27,47 +27,73 @@ static __u64 field(const struct xfrag_stats *s, int i)
 	return *(const __u64 *)((const char *)s + xf_counters[i].off);
 }
 
-static void print_json(const struct xfrag_stats *sum,
-		       const struct xfrag_stats *pc, int ncpu)
+/* The counters as one JSON object: the sums, with pc every CPU's too. */
+static void json_obj(FILE *f, const struct xfrag_stats *sum,
+		     const struct xfrag_stats *pc, int ncpu)
 {
-	printf("{");
+	fprintf(f, "{");
 	for (int i = 0; i < xf_ncounters; i++)
-		printf("%s\"%s\": %llu", i ? ", " : "", xf_counters[i].name,
-		       (unsigned long long)field(sum, i));
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", xf_counters[i].name,
+			(unsigned long long)field(sum, i));
 	if (pc) {
-		printf(", \"per_cpu\": [");
+		fprintf(f, ", \"per_cpu\": [");
 		for (int c = 0; c < ncpu; c++) {
-			printf("%s{", c ? ", " : "");
+			fprintf(f, "%s{", c ? ", " : "");
 			for (int i = 0; i < xf_ncounters; i++)
-				printf("%s\"%s\": %llu", i ? ", " : "",
-				       xf_counters[i].name,
-				       (unsigned long long)field(&pc[c], i));
-			printf("}");
+				fprintf(f, "%s\"%s\": %llu", i ? ", " : "",
+					xf_counters[i].name,
+					(unsigned long long)field(&pc[c], i));
+			fprintf(f, "}");
 		}
-		printf("]");
+		fprintf(f, "]");
 	}
-	printf("}\n");
+	fprintf(f, "}");
 }
 
-static void print_table(const char *ifname, const struct xfrag_stats *sum,
-			const struct xfrag_stats *pc, int ncpu,
-			const struct xfrag_stats *prev, double secs)
+void xf_print_json(FILE *f, const struct xfrag_stats *sum,
+		   const struct xfrag_stats *pc, int ncpu)
 {
-	printf("xfrag counters on %s%s\n", ifname,
-	       prev ? " (rate per second since the last report)" : "");
+	json_obj(f, sum, pc, ncpu);
+	fprintf(f, "\n");
+}
+
+/* One report of `stats --interval --json`: rates, then the totals. */
+void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
+			 const struct xfrag_stats *pc, int ncpu,
+			 const struct xfrag_stats *prev, double secs)
+{
+	fprintf(f, "{\"interval_s\": %.3f, \"rates\": {", secs);
+	for (int i = 0, k = 0; i < xf_ncounters; i++) {
+		if (xf_counters[i].gauge)
+			continue;
+		fprintf(f, "%s\"%s\": %.1f", k++ ? ", " : "",
+			xf_counters[i].name,
+			(field(sum, i) - field(prev, i)) / secs);
+	}
+	fprintf(f, "}, \"totals\": ");
+	json_obj(f, sum, pc, ncpu);
+	fprintf(f, "}\n");
+}
+
+void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
+		    const struct xfrag_stats *pc, int ncpu,
+		    const struct xfrag_stats *prev, double secs)
+{
+	fprintf(f, "xfrag counters on %s%s\n", ifname,
+		prev ? " (rate per second since the last report)" : "");
 	for (int i = 0; i < xf_ncounters; i++) {
-		printf("  %-18s %14llu", xf_counters[i].name,
-		       (unsigned long long)field(sum, i));
+		fprintf(f, "  %-18s %14llu", xf_counters[i].name,
+			(unsigned long long)field(sum, i));
 		if (prev && !xf_counters[i].gauge)
-			printf(" %12.0f/s",
-			       (double)(field(sum, i) - field(prev, i)) / secs);
+			fprintf(f, " %12.0f/s",
+				(double)(field(sum, i) - field(prev, i)) / secs);
 		else if (prev)
-			printf(" %14s", "");
+			fprintf(f, " %14s", "");
 		if (pc)
 			for (int c = 0; c < ncpu; c++)
-				printf(" %10llu",
-				       (unsigned long long)field(&pc[c], i));
-		printf("  %s\n", xf_counters[i].help);
+				fprintf(f, " %10llu",
+					(unsigned long long)field(&pc[c], i));
+		fprintf(f, "  %s\n", xf_counters[i].help);
 	}
 }
 
@@ -90,15 +116,18 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 			fprintf(stderr, "xfrag stats: xfrag is not attached to %s "
 				"(no %s/%s/xfrag_stats)\n", ifname,
 				XFRAG_PIN_ROOT, ifname);
+		else if (err == -ENODEV)
+			fprintf(stderr, "xfrag stats: unknown interface '%s'\n",
+				ifname);
 		else
 			fprintf(stderr, "xfrag stats: %s\n", strerror(-err));
 		return err == -ENOENT ? XF_EXIT_IFACE : xf_err_exit(err);
 	}
 	if (!iv->set) {
 		if (json)
-			print_json(&sum, pc, ncpu);
+			xf_print_json(stdout, &sum, pc, ncpu);
 		else
-			print_table(ifname, &sum, pc, ncpu, NULL, 0);
+			xf_print_table(stdout, ifname, &sum, pc, ncpu, NULL, 0);
 		free(pc);
 		return XF_EXIT_OK;
 	}
@@ -121,20 +150,11 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 		double secs = (t1.tv_sec - t0.tv_sec) +
 			      (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		t0 = t1;
-		if (json) {
-			printf("{\"interval_s\": %.3f, \"rates\": {", secs);
-			for (int i = 0, k = 0; i < xf_ncounters; i++) {
-				if (xf_counters[i].gauge)
-					continue;
-				printf("%s\"%s\": %.1f", k++ ? ", " : "",
-				       xf_counters[i].name,
-				       (field(&sum, i) - field(&prev, i)) / secs);
-			}
-			printf("}, \"totals\": ");
-			print_json(&sum, pc, ncpu);
-		} else {
-			print_table(ifname, &sum, pc, ncpu, &prev, secs);
-		}
+		if (json)
+			xf_print_rates_json(stdout, &sum, pc, ncpu, &prev, secs);
+		else
+			xf_print_table(stdout, ifname, &sum, pc, ncpu, &prev,
+				       secs);
 		fflush(stdout);
 		n++;
 	}
@@ -158,38 +178,81 @@ static const char *mode_name(__u32 m)
  * within XFRAG_TC_ALIVE_NS), else "no"; room "yes" when every CPU that
  * decided found room in small frames, "no" when one did not, else "-".
  */
-static void pcpu_state(const char *ifname, const char **tc, const char **room)
+void xf_pcpu_verdict(const struct xfrag_pcpu *pc, int n, __u64 now,
+		     bool tc_flag, const char **tc, const char **room)
 {
-	int n = libbpf_num_possible_cpus(), fd, ok = 0, bad = 0, seen = 0;
-	struct xfrag_pcpu *pc;
-	struct timespec ts;
-	__u32 zero = 0;
-	__u64 now;
+	int ok = 0, bad = 0, seen = 0;
 
-	*room = "-";
-	fd = xf_pin_open(ifname, "xfrag_pcpu");
-	if (fd < 0 || n <= 0)
-		goto out;
-	pc = calloc(n, sizeof(*pc));
-	if (!pc || bpf_map_lookup_elem(fd, &zero, pc)) {
-		free(pc);
-		goto out;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	for (int i = 0; i < n; i++) {
-		if (pc[i].tc_seen_ns && now - pc[i].tc_seen_ns < XFRAG_TC_ALIVE_NS)
+		/* Written from the coarse clock, which lags CLOCK_MONOTONIC:
+		 * a time after now is not a recent one. */
+		if (pc[i].tc_seen_ns && pc[i].tc_seen_ns <= now &&
+		    now - pc[i].tc_seen_ns < XFRAG_TC_ALIVE_NS)
 			seen = 1;
 		bad |= pc[i].room_bad != 0;
 		ok |= pc[i].room_ok >= XFRAG_ROOM_PROOF;
 	}
-	free(pc);
 	*room = bad ? "no" : ok ? "yes" : "-";
-out:
+	*tc = tc_flag ? "yes" : seen ? "seen" : "no";
+}
+
+/* The per-CPU state of the instance on ifname; none read: n = 0. */
+static void pcpu_state(const char *ifname, bool tc_flag, const char **tc,
+		       const char **room)
+{
+	int n = libbpf_num_possible_cpus(), fd;
+	struct xfrag_pcpu *pc = NULL;
+	struct timespec ts;
+	__u32 zero = 0;
+	__u64 now;
+
+	fd = xf_pin_open(ifname, "xfrag_pcpu");
+	if (fd >= 0 && n > 0) {
+		pc = calloc(n, sizeof(*pc));
+		if (pc && bpf_map_lookup_elem(fd, &zero, pc)) {
+			free(pc);
+			pc = NULL;
+		}
+	}
 	if (fd >= 0)
 		close(fd);
-	if (strcmp(*tc, "yes"))
-		*tc = seen ? "seen" : "no";
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	xf_pcpu_verdict(pc, pc ? n : 0, now, tc_flag, tc, room);
+	free(pc);
+}
+
+void xf_status_header(FILE *f)
+{
+	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s\n",
+		"interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
+		"mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
+		"mem_low", "quota");
+}
+
+/* One line of `xfrag status`: cfg as read from the map (0: defaults). */
+void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
+		   const struct xfrag_config *cfg, const char *tc,
+		   const char *room)
+{
+	__u32 mem = cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM;
+
+	mem -= mem % XFRAG_CHUNK;
+	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u\n",
+		ifname, ifindex,
+		cfg->buckets ? mode_name(cfg->xdp_mode) : "loader", tc, room,
+		cfg->buckets ? cfg->buckets : XFRAG_DEF_BUCKETS,
+		cfg->ways ? cfg->ways : XFRAG_DEF_WAYS,
+		cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM,
+		cfg->timeout_ms ? cfg->timeout_ms : XFRAG_DEF_TIMEOUT_MS,
+		cfg->max_frags ? cfg->max_frags : XFRAG_DEF_MAX_FRAGS,
+		xf_evict_name(cfg->evict),
+		cfg->warm_ms ? cfg->warm_ms : XFRAG_DEF_WARM_MS,
+		cfg->mem_high ? (unsigned long long)cfg->mem_high :
+				(unsigned long long)mem * 7 / 8,
+		cfg->mem_low ? (unsigned long long)cfg->mem_low :
+			       (unsigned long long)mem * 3 / 4,
+		cfg->quota);
 }
 
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
@@ -206,14 +269,11 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		printf("xfrag is not attached anywhere (no %s)\n", XFRAG_PIN_ROOT);
 		return XF_EXIT_OK;
 	}
-	printf("%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s\n",
-	       "interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
-	       "mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
-	       "mem_low", "quota");
+	xf_status_header(stdout);
 	while ((de = readdir(d))) {
 		struct xfrag_config cfg = {};
 		const char *tc, *room;
-		__u32 zero = 0, mem;
+		__u32 zero = 0;
 		int fd;
 
 		if (de->d_name[0] == '.')
@@ -224,25 +284,9 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		if (bpf_map_lookup_elem(fd, &zero, &cfg))
 			memset(&cfg, 0, sizeof(cfg));
 		close(fd);
-		tc = cfg.flags & XFRAG_CFG_TC ? "yes" : "no";
-		pcpu_state(de->d_name, &tc, &room);
-		mem = cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM;
-		mem -= mem % XFRAG_CHUNK;
-		printf("%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u\n",
-		       de->d_name, if_nametoindex(de->d_name),
-		       cfg.buckets ? mode_name(cfg.xdp_mode) : "loader", tc, room,
-		       cfg.buckets ? cfg.buckets : XFRAG_DEF_BUCKETS,
-		       cfg.ways ? cfg.ways : XFRAG_DEF_WAYS,
-		       cfg.mem_per_cpu ? cfg.mem_per_cpu : XFRAG_DEF_MEM,
-		       cfg.timeout_ms ? cfg.timeout_ms : XFRAG_DEF_TIMEOUT_MS,
-		       cfg.max_frags ? cfg.max_frags : XFRAG_DEF_MAX_FRAGS,
-		       xf_evict_name(cfg.evict),
-		       cfg.warm_ms ? cfg.warm_ms : XFRAG_DEF_WARM_MS,
-		       cfg.mem_high ? (unsigned long long)cfg.mem_high :
-				      (unsigned long long)mem * 7 / 8,
-		       cfg.mem_low ? (unsigned long long)cfg.mem_low :
-				     (unsigned long long)mem * 3 / 4,
-		       cfg.quota);
+		pcpu_state(de->d_name, cfg.flags & XFRAG_CFG_TC, &tc, &room);
+		xf_status_row(stdout, de->d_name, if_nametoindex(de->d_name),
+			      &cfg, tc, room);
 		n++;
 	}
 	closedir(d);

@@ -4,83 +4,11 @@
 #include <string.h>
 #include "common.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-#define NUM(n, mv, h, d, lo, hi) \
-	{ .name = n, .metavar = mv, .help = h, .def = d, .min = lo, .max = hi }
-#define STROPT(n, mv, h, d) { .name = n, .metavar = mv, .help = h, .def = d }
-#define FLAG(n, h) { .name = n, .help = h }
-#define END { .name = NULL }
-
-static struct xf_opt attach_opts[] = {
-	STROPT("mode", "native|skb", "XDP attach mode", "native"),
-	NUM("buckets", "N", "table buckets per CPU", STR(XFRAG_DEF_BUCKETS),
-	    1, XFRAG_MAX_BUCKETS),
-	NUM("ways", "W", "ways (datagrams) per bucket", STR(XFRAG_DEF_WAYS),
-	    1, XFRAG_MAX_WAYS),
-	NUM("mem-per-cpu", "BYTES", "payload memory budget per CPU (k/M/G)",
-	    "2M", XFRAG_MIN_MEM, XFRAG_MAX_MEM),
-	NUM("timeout", "MS", "datagram time-out from its first fragment",
-	    STR(XFRAG_DEF_TIMEOUT_MS), XFRAG_MIN_TIMEOUT_MS,
-	    XFRAG_MAX_TIMEOUT_MS),
-	NUM("max-frags", "N", "fragments per datagram",
-	    STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC),
-	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
-	STROPT("evict", "refuse|lru|progress",
-	       "overload policy (see xfrag config --help)", "progress"),
-	NUM("warm", "MS", "progress: spare datagrams that progressed this recently",
-	    STR(XFRAG_DEF_WARM_MS), 0, 60000),
-	NUM("mem-high", "BYTES", "evict above this per CPU (k/M/G)",
-	    "7/8 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
-	NUM("mem-low", "BYTES", "evict down to this per CPU",
-	    "3/4 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
-	NUM("quota", "N", "in-flight datagrams per source per CPU (0: off)",
-	    "0", 0, 65535),
-	END
-};
-
-static struct xf_opt none_opts[] = { END };
-
-static struct xf_opt stats_opts[] = {
-	FLAG("json", "print one JSON object"),
-	FLAG("per-cpu", "show every CPU's values as well as the sum"),
-	NUM("interval", "SECONDS", "print per-second rates every SECONDS",
-	    NULL, 1, 3600),
-	NUM("count", "N", "with --interval: stop after N reports", "forever",
-	    1, 1000000),
-	END
-};
-
-static const struct xf_cmd cmds[] = {
-	{ .name = "attach", .args = "IFACE",
-	  .summary = "load xfrag, size its maps, attach XDP and TC ingress, "
-		     "pin maps under " XFRAG_PIN_ROOT "/IFACE/",
-	  .opts = attach_opts, .run = xf_cmd_attach, .min_args = 1,
-	  .max_args = 1 },
-	{ .name = "detach", .args = "IFACE",
-	  .summary = "detach xfrag from IFACE and remove its pins",
-	  .opts = none_opts, .run = xf_cmd_detach, .min_args = 1,
-	  .max_args = 1 },
-	{ .name = "status", .args = "",
-	  .summary = "list interfaces with xfrag and their limits",
-	  .opts = none_opts, .run = xf_cmd_status },
-	{ .name = "config", .args = "IFACE key=value...",
-	  .summary = "change the policy and limits of an attached instance "
-		     "at run time",
-	  .opts = none_opts, .run = xf_cmd_config, .min_args = 2,
-	  .max_args = 16, .more_help = xf_config_keys },
-	{ .name = "stats", .args = "IFACE",
-	  .summary = "print xfrag's counters for IFACE (summed over CPUs)",
-	  .opts = stats_opts, .run = xf_cmd_stats, .min_args = 1,
-	  .max_args = 1 },
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: xfrag COMMAND [options]\n\nCommands:\n");
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	for (size_t i = 0; i < xf_ncmds; i++)
+		fprintf(f, "  %-8s %s\n", xf_cmds[i].name, xf_cmds[i].summary);
 	fprintf(f,
 		"\n'xfrag COMMAND --help' shows a command's options.\n"
 		"Exit codes: 0 ok, 1 failure, 2 bad usage or value, 3 interface\n"
@@ -101,14 +29,18 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return XF_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(argv[1], cmds[i].name))
+	for (size_t i = 0; i < xf_ncmds; i++) {
+		if (strcmp(argv[1], xf_cmds[i].name))
 			continue;
-		err = xf_parse(&cmds[i], argc - 1, argv + 1, &first);
+		err = xf_parse(&xf_cmds[i], argc - 1, argv + 1, &first);
+		if (err == XF_PARSE_HELP) {
+			xf_usage(stdout, &xf_cmds[i]);
+			return XF_EXIT_OK;
+		}
 		if (err)
 			return XF_EXIT_USAGE;
-		return cmds[i].run(argc - 1 - first, argv + 1 + first,
-				   cmds[i].opts);
+		return xf_cmds[i].run(argc - 1 - first, argv + 1 + first,
+				   xf_cmds[i].opts);
 	}
 	fprintf(stderr, "xfrag: unknown command '%s'\n", argv[1]);
 	usage(stderr);
