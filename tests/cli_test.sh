@@ -33,7 +33,7 @@ ip -n $NS link set xfc1 up
 
 expect help 0 $X --help
 expect attach-help 0 $X attach --help
-grep -q -- "--buckets N" /tmp/xf-cli.out && grep -q "default: 1024" /tmp/xf-cli.out &&
+grep -q -- "--buckets N" /tmp/xf-cli.out && grep -q "default: a power of 2 leaving 4 chunks of the budget each: 256 at 2M" /tmp/xf-cli.out &&
 	ok help-shows-defaults || ko help-shows-defaults "no defaults in attach --help"
 expect no-command 2 $X
 expect bad-command 2 $X frobnicate

@@ -134,12 +134,25 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		ways = xf_opt(opts, "ways")->num;
 	if (xf_opt(opts, "mem-per-cpu")->set)
 		mem = xf_opt(opts, "mem-per-cpu")->num;
+	nchunks = mem / XFRAG_CHUNK;
+	if (!xf_opt(opts, "buckets")->set) {
+		/* Eviction looks only in the visited bucket: with the memory
+		 * full, each should hold a few datagrams (include/xfrag.h). */
+		buckets = 16;
+		while (buckets * 2 <= nchunks / XFRAG_CHUNKS_PER_BUCKET &&
+		       buckets * 2 <= XFRAG_MAX_BUCKETS)
+			buckets *= 2;
+	} else if (buckets > nchunks / 2) {
+		fprintf(stderr, "xfrag attach: warning: %u buckets for %u chunks "
+			"per CPU: under a flood, eviction within a bucket finds "
+			"few victims (at least %u chunks a bucket advised)\n",
+			buckets, nchunks, XFRAG_CHUNKS_PER_BUCKET);
+	}
 	if ((__u64)buckets * ways > (1U << 24)) {
 		fprintf(stderr, "xfrag attach: buckets x ways must be at most %u\n",
 			1U << 24);
 		return XF_EXIT_USAGE;
 	}
-	nchunks = mem / XFRAG_CHUNK;
 	cfg.timeout_ms = xf_opt(opts, "timeout")->set ?
 			 xf_opt(opts, "timeout")->num : XFRAG_DEF_TIMEOUT_MS;
 	cfg.max_frags = xf_opt(opts, "max-frags")->set ?

@@ -17,7 +17,8 @@
 
 static struct xf_opt attach_opts[] = {
 	STROPT("mode", "native|skb", "XDP attach mode", "native"),
-	NUM("buckets", "N", "table buckets per CPU", STR(XFRAG_DEF_BUCKETS),
+	NUM("buckets", "N", "table buckets per CPU",
+	    "a power of 2 leaving 4 chunks of the budget each: " STR(XFRAG_DEF_BUCKETS) " at 2M",
 	    1, XFRAG_MAX_BUCKETS),
 	NUM("ways", "W", "ways (datagrams) per bucket", STR(XFRAG_DEF_WAYS),
 	    1, XFRAG_MAX_WAYS),

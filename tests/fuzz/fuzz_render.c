@@ -272,7 +272,7 @@ static void check_status(const char *ifname, unsigned int ifindex,
 						  "loader");
 	snprintf(want[2], 32, "%s", tc);
 	snprintf(want[3], 32, "%s", room);
-	snprintf(want[4], 32, "%u", c->buckets ? c->buckets : 1024);
+	snprintf(want[4], 32, "%u", c->buckets ? c->buckets : XFRAG_DEF_BUCKETS);
 	snprintf(want[5], 32, "%u", c->ways ? c->ways : 8);
 	snprintf(want[6], 32, "%u", c->mem_per_cpu ? c->mem_per_cpu : 2U << 20);
 	snprintf(want[7], 32, "%u", c->timeout_ms ? c->timeout_ms : 30000);
