@@ -463,7 +463,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	policy = cfg.evict ?: XFRAG_DEF_EVICT;
 	warm_ms = cfg.warm_ms ?: XFRAG_DEF_WARM_MS;
 	tc = (cfg.flags & XFRAG_CFG_TC) ||
-	     now - pc->tc_seen_ns < XFRAG_TC_ALIVE_NS;
+	     (pc->tc_seen_ns && now - pc->tc_seen_ns < XFRAG_TC_ALIVE_NS);
 	/* With replay, the only size limit is RFC 791's (xfrag_too_long). */
 	if (tc && (cfg.flags & XFRAG_CFG_REPLAY))
 		tc = XFRAG_DELIVER_REPLAY;
