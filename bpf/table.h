@@ -213,7 +213,10 @@ static __noinline void xfrag_way_release(struct xfrag_way *w,
 		   w->state == XFRAG_WAY_COLLECTED) {
 		st->handoff_pending--;
 	}
-	st->bytes_in_flight -= w->rcvd;
+	/* A pass-through record's rcvd counts bytes the kernel got: never
+	 * in the gauge (found by tests/fuzz_prog). */
+	if (w->state != XFRAG_WAY_PASS)
+		st->bytes_in_flight -= w->rcvd;
 	st->mem_in_flight -= (__u64)w->nchunks * XFRAG_CHUNK;
 	xfrag_quota_put(w);
 	w->state = XFRAG_WAY_FREE;
