@@ -204,6 +204,7 @@ struct setup {
 	int mut_pct;		/* share of mutant streams */
 	int noise_pct;		/* share of noise frames */
 	int pause_every;	/* frames between pauses past the time-out */
+	int reconfig;		/* change the tunables during the round */
 };
 
 struct dgram {
@@ -211,6 +212,12 @@ struct dgram {
 	int df;
 	__u8 l2[32];
 	__u32 l2len;		/* MACs, tags, EtherType */
+	__u8 l2x[3][32];	/* other L2 headers that key the same */
+	__u32 l2xlen[3], nl2x;
+	int ttl_vary;		/* IPv4: non-first fragments, other TTLs */
+	__u8 hdr2[512];		/* IPv6: unfragmentable part of non-first */
+	__u32 hlen2, nhpos2;	/* fragments, if alt6 */
+	int alt6;
 	__u8 hdr[512];
 	__u32 hlen;		/* IPv4 header / IPv6 + unfragmentable part */
 	__u32 hlen_later;	/* IPv4: header length of non-first fragments */
@@ -226,6 +233,7 @@ struct dgram {
 struct piece {
 	__u32 off, len, pad;
 	__u8 mf;
+	__u8 l2v;		/* 0: d->l2, else d->l2x[l2v - 1] */
 };
 
 struct stream {
@@ -251,6 +259,7 @@ struct run {
 	__u64 tr_refused;	/* test_run refused the frame (size) */
 	__u64 clean_xdp, clean_tc, mut_xdp, mut_tc, tc_skipped, tc_shot;
 	__u64 tc_refused;	/* TC test_run refused a short frame */
+	__u64 reconfigs;
 	__u64 handoffs, dgrams_clean, dgrams_mut;
 };
 
@@ -734,6 +743,51 @@ static void mk_dgram(struct dgram *d, int mutant)
 		d->hlen_later = d->hlen;
 	}
 
+	/*
+	 * Clean variations whose result is still known: other L2 headers
+	 * with the same key (MACs, PCP/DEI, a priority tag for none, an inner
+	 * tag or not), other TTLs after the first fragment, and (IPv6) another
+	 * unfragmentable part after the first (RFC 8200 4.5: the first
+	 * fragment's is the datagram's).
+	 */
+	d->nl2x = 0;
+	if (chance(15)) {
+		__u16 outer = nvlan ? get16(d->l2 + 14) & 0x0fff : 0;
+
+		d->nl2x = range(1, 3);
+		for (__u32 v = 0; v < d->nl2x; v++) {
+			__u8 *p = d->l2x[v];
+			int n = !outer ? (chance(50) ? 0 : 1) : range(1, 2);
+
+			d->l2xlen[v] = mk_l2(p, n, d->fam == 4 ? ETH_P_IP_ :
+							       ETH_P_IPV6_);
+			if (n)
+				put16(p + 14, (rnd(16) << 12) | outer);
+			if (n && chance(50))
+				put16(p + 12, chance(50) ? ETH_P_8021Q_ :
+							   ETH_P_8021AD_);
+		}
+	}
+	d->ttl_vary = d->fam == 4 && chance(10);
+	d->alt6 = 0;
+	if (d->fam == 6 && chance(10)) {
+		__u32 units = rnd(3);
+		__u8 *h;
+
+		/* the first's IPv6 header, then one destination options
+		 * header of its own in front of the Fragment header */
+		memcpy(d->hdr2, d->hdr, 40);
+		d->hdr2[6] = 60;
+		h = d->hdr2 + 40;
+		memset(h, 0, 8 * (units + 1));
+		h[1] = units;
+		h[2] = 1;
+		h[3] = 8 * (units + 1) - 4;
+		d->hlen2 = 40 + 8 * (units + 1);
+		d->nhpos2 = 40;
+		d->alt6 = 1;
+	}
+
 	/* Size of the fragmentable part. */
 	r = rnd(100);
 	if (r < 10)
@@ -781,13 +835,29 @@ static void mk_dgram(struct dgram *d, int mutant)
 	d->olen = d->l2len + d->hlen + d->plen;
 }
 
-/* Fragment [off, off + len) of d, then `pad` bytes of Ethernet padding. */
-static __u32 mk_frag(__u8 *f, const struct dgram *d, __u32 off, __u32 len,
-		     int mf, __u32 pad)
+static __u32 l2len_of(const struct dgram *d, int l2v)
 {
-	__u32 o = d->l2len;
+	return l2v ? d->l2xlen[l2v - 1] : d->l2len;
+}
 
-	memcpy(f, d->l2, o);
+/* Bytes in front of the payload of a fragment at `off`. */
+static __u32 hdr_room(const struct dgram *d, int l2v, __u32 off)
+{
+	if (d->fam == 4)
+		return l2len_of(d, l2v) + (off ? d->hlen_later : d->hlen);
+	return l2len_of(d, l2v) + (off && d->alt6 ? d->hlen2 : d->hlen) + 8;
+}
+
+/*
+ * Fragment [off, off + len) of d with L2 header l2v, then `pad` bytes of
+ * Ethernet padding.
+ */
+static __u32 mk_frag(__u8 *f, const struct dgram *d, int l2v, __u32 off,
+		     __u32 len, int mf, __u32 pad)
+{
+	__u32 o = l2len_of(d, l2v);
+
+	memcpy(f, l2v ? d->l2x[l2v - 1] : d->l2, o);
 	if (d->fam == 4) {
 		__u32 hl = off == 0 ? d->hlen : d->hlen_later;
 		__u8 *ip = f + o;
@@ -796,21 +866,25 @@ static __u32 mk_frag(__u8 *f, const struct dgram *d, __u32 off, __u32 len,
 		ip[0] = 0x40 | (hl / 4);
 		put16(ip + 2, hl + len);
 		put16(ip + 6, (off >> 3) | (mf ? F_MF : 0) | (d->df ? F_DF : 0));
+		if (off && d->ttl_vary)
+			ip[8] = range(1, 255);
 		ip_csum(ip, hl);
 		memcpy(ip + hl, d->pl + off, len);
 		o += hl + len;
 	} else {
-		__u8 *ip = f + o, *fh = ip + d->hlen;
+		int alt = off && d->alt6;
+		__u32 hl = alt ? d->hlen2 : d->hlen;
+		__u8 *ip = f + o, *fh = ip + hl;
 
-		memcpy(ip, d->hdr, d->hlen);
-		put16(ip + 4, d->hlen - 40 + 8 + len);
-		ip[d->nhpos] = 44;
+		memcpy(ip, alt ? d->hdr2 : d->hdr, hl);
+		put16(ip + 4, hl - 40 + 8 + len);
+		ip[alt ? d->nhpos2 : d->nhpos] = 44;
 		fh[0] = d->fnh;
 		fh[1] = 0;
 		put16(fh + 2, (off & 0xfff8) | (mf ? 1 : 0));
 		memcpy(fh + 4, ip + 16 + 4, 4);	/* id: see below */
 		memcpy(fh + 8, d->pl + off, len);
-		o += d->hlen + 8 + len;
+		o += hl + 8 + len;
 	}
 	rnd_fill(f + o, pad);
 	return o + pad;
@@ -844,10 +918,10 @@ static void insert_piece(struct stream *s, struct piece x)
 	s->n++;
 }
 
-static __u32 frag_room(const struct dgram *d)
+static __u32 frag_room(void)
 {
-	/* payload bytes one frame may carry */
-	__u32 room = xdp_in_max - d->l2len - d->hlen - 8;
+	/* payload bytes one frame may carry, whatever its headers */
+	__u32 room = xdp_in_max - 22 - 128 - 8;
 
 	return room & ~7U;
 }
@@ -865,7 +939,7 @@ static void new_stream(struct stream *s, int mutant, int mut_pct)
 	s->live = 1;
 	mk_dgram(d, mutant);
 	fm = (d->first_min + 7) & ~7U;
-	room = frag_room(d);
+	room = frag_room();
 
 	/* Cut points, multiples of 8 in (0, plen). */
 	if (mode < 40) {
@@ -981,8 +1055,9 @@ static void new_stream(struct stream *s, int mutant, int mut_pct)
 			insert_piece(s, x);
 		}
 	}
-	/* Ethernet padding. */
+	/* Ethernet padding, L2 headers. */
 	for (int i = 0; i < s->n; i++) {
+		s->p[i].l2v = d->nl2x && chance(60) ? range(1, d->nl2x) : 0;
 		if (chance(10))
 			s->p[i].pad = range(1, 64);
 		else if (chance(1))
@@ -1306,7 +1381,8 @@ static int check_dgram(struct run *r, const char *who, const __u8 *o,
 		       const struct dgram *clean)
 {
 	__u16 type;
-	__u32 l3 = parse_l2(o, olen, &type), n, i;
+	__u32 l3 = parse_l2(o, olen, &type), n, i, wlen;
+	const __u8 *want;
 
 	REQUIRE(l3 && l3 <= inlen && !memcmp(o, in, l3),
 		"%s: rebuilt frame (%u bytes) lost the input's L2 header", who,
@@ -1340,12 +1416,17 @@ static int check_dgram(struct run *r, const char *who, const __u8 *o,
 	}
 	if (!clean)
 		return 0;
-	n = olen < clean->olen ? olen : clean->olen;
-	for (i = 0; i < n && o[i] == clean->orig[i]; i++)
+	/* The L2 header is the completing frame's (checked above). */
+	o += l3;
+	olen -= l3;
+	want = clean->orig + clean->l2len;
+	wlen = clean->olen - clean->l2len;
+	n = olen < wlen ? olen : wlen;
+	for (i = 0; i < n && o[i] == want[i]; i++)
 		;
-	REQUIRE(olen == clean->olen && i == n,
-		"%s: rebuilt datagram differs from the original (%u bytes, want %u; first difference at %u)",
-		who, olen, clean->olen, i);
+	REQUIRE(olen == wlen && i == n,
+		"%s: rebuilt datagram differs from the original (%u bytes of L3, want %u; first difference at L3 byte %u)",
+		who, olen, wlen, i);
 	return 0;
 }
 
@@ -1577,7 +1658,7 @@ static int send_noise(struct run *r)
 		if (d.olen > 9000)
 			return 0;
 		if (atomic) {
-			len = mk_frag(fbuf, &d, 0, d.plen, 0, 0);
+			len = mk_frag(fbuf, &d, 0, 0, d.plen, 0, 0);
 			kind = K_ATOMIC;
 		} else {
 			memcpy(fbuf, d.orig, d.olen);
@@ -1605,9 +1686,9 @@ static int stream_step(struct run *r, struct stream *s)
 {
 	struct piece *p = &s->p[s->next++];
 	struct dgram *d = &s->d;
-	struct layout L = { .l3 = d->l2len, .fam = d->fam };
-	__u32 base = d->l2len + d->hlen + (d->fam == 6 ? 8 : 0) + p->len;
-	__u32 len = mk_frag(fbuf, d, p->off, p->len, p->mf,
+	struct layout L = { .l3 = l2len_of(d, p->l2v), .fam = d->fam };
+	__u32 base = hdr_room(d, p->l2v, p->off) + p->len;
+	__u32 len = mk_frag(fbuf, d, p->l2v, p->off, p->len, p->mf,
 			    base + p->pad > xdp_in_max ? 0 : p->pad);
 
 	if (s->next >= s->n)
@@ -1622,7 +1703,7 @@ static int stream_step(struct run *r, struct stream *s)
 		return run_frame(r, fbuf, len, K_CLEAN, d);
 	}
 	if (d->fam == 6)
-		L.fh = d->l2len + d->hlen;
+		L.fh = hdr_room(d, p->l2v, p->off) - 8;
 	if (chance(s->mut_pct))
 		len = mutate(fbuf, len, &L);
 	if (names_clean(fbuf, len)) {
@@ -1695,7 +1776,7 @@ static int check_hash(struct run *r)
 	do
 		new_stream(s, 0, 0);
 	while (s->d.fam != 4 || s->d.l2len != 14 || s->d.plen > 3000);
-	len = mk_frag(fbuf, &s->d, 0, 8, 1, 0);
+	len = mk_frag(fbuf, &s->d, 0, 0, 8, 1, 0);
 	r->f_clean++;
 	TRY(run_frame(r, fbuf, len, K_CLEAN, &s->d));
 	memcpy(&key.saddr[0], s->d.hdr + 12, 4);
@@ -1746,6 +1827,47 @@ static int drain(struct run *r, int final)
 		sleep_ms(250);
 		waited += 250;
 	}
+	/* Every chunk is back on the free stack, each exactly once. */
+	{
+		static __u8 *seen;
+		static __u32 *fv;
+		struct xfrag_pcpu *pc = calloc(ncpus, sizeof(*pc));
+		__u32 zero = 0, nch = r->s.nchunks ?: XFRAG_DEF_MEM / XFRAG_CHUNK;
+		int fd = bpf_map__fd(r->skel->maps.xfrag_free), err;
+		__u32 top, fresh;
+
+		seen = realloc(seen, nch);
+		fv = realloc(fv, ncpus * sizeof(*fv));
+		REQUIRE(pc && seen && fv, "alloc");
+		err = bpf_map_lookup_elem(r->pcpu_fd, &zero, pc);
+		top = pc[cur_cpu].free_top;
+		fresh = pc[cur_cpu].next_fresh;
+		free(pc);
+		REQUIRE(!err, "pcpu lookup: %s", strerror(errno));
+		REQUIRE(top == fresh && fresh <= nch,
+			"allocator: free_top %u, next_fresh %u, %u chunks", top,
+			fresh, nch);
+		memset(seen, 0, nch);
+		for (__u32 i = 0; i < top; i++) {
+			__u32 c;
+
+			REQUIRE(!bpf_map_lookup_elem(fd, &i, fv),
+				"free lookup: %s", strerror(errno));
+			c = fv[cur_cpu];
+			REQUIRE(c < fresh && !seen[c],
+				"free stack entry %u: chunk %u %s", i, c,
+				c < fresh ? "twice on the free stack" :
+					    "never handed out");
+			seen[c] = 1;
+		}
+	}
+	for (__u32 i = 0; i < r->nways; i++) {
+		struct xfrag_way w;
+
+		TRY(read_way(r, i, &w));
+		REQUIRE(w.state == XFRAG_WAY_FREE,
+			"way %u in state %u after the time-out", i, w.state);
+	}
 	if (!final)
 		return 0;
 	{
@@ -1766,13 +1888,6 @@ static int drain(struct run *r, int final)
 				}
 		free(q);
 		REQUIRE(!err, "srcq lookup: %s", strerror(errno));
-	}
-	for (__u32 i = 0; i < r->nways; i++) {
-		struct xfrag_way w;
-
-		TRY(read_way(r, i, &w));
-		REQUIRE(w.state == XFRAG_WAY_FREE,
-			"way %u in state %u after the time-out", i, w.state);
 	}
 	return 0;
 }
@@ -1821,6 +1936,7 @@ static void pick_setup(struct setup *s, int round)
 	s->mut_pct = range(10, 70);
 	s->noise_pct = range(2, 12);
 	s->pause_every = range(3000, 20000);
+	s->reconfig = chance(30);
 	if (kind == 0 || kind == 1) {
 		/* Friendly: most clean datagrams get through, by XDP (1) or
 		 * XDP and TC (0). */
@@ -1833,22 +1949,48 @@ static void pick_setup(struct setup *s, int round)
 		s->cfg.mem_high = s->cfg.mem_low = 0;
 		s->cfg.flags = kind == 0 ? XFRAG_CFG_TC : 0;
 		s->tc_on_pass = 0;
+		s->reconfig = 0;
 		s->streams = range(1, 6);
 		s->mut_pct = range(10, 40);
 	}
+}
+
+/* Run-time tunables, as `xfrag config` changes them. */
+static void pick_cfg(struct xfrag_config *c)
+{
+	c->timeout_ms = range(10, 50);
+	c->max_frags = chance(50) ? 0 : range(2, 64);
+	c->evict = rnd(4);
+	c->warm_ms = chance(50) ? 0 : range(1, 100);
+	c->quota = chance(75) ? 0 : range(1, 8);
+	if (chance(30))
+		c->flags ^= XFRAG_CFG_TC;
+}
+
+static int reconfigure(struct run *r)
+{
+	__u32 zero = 0;
+
+	pick_cfg(&r->s.cfg);
+	r->reconfigs++;
+	REQUIRE(!bpf_map_update_elem(bpf_map__fd(r->skel->maps.xfrag_config),
+				     &zero, &r->s.cfg, BPF_ANY),
+		"config update: %s", strerror(errno));
+	return 0;
 }
 
 static void print_setup(const struct run *r)
 {
 	const struct setup *s = &r->s;
 
-	printf("round %d: buckets %u ways %u chunks %u timeout %u max_frags %u evict %u warm %u quota %u mem_high %u mem_low %u %s%s%s streams %d mutant %d%% noise %d%%\n",
+	printf("round %d: buckets %u ways %u chunks %u timeout %u max_frags %u evict %u warm %u quota %u mem_high %u mem_low %u %s%s%s%s streams %d mutant %d%% noise %d%%\n",
 	       r->round, s->buckets, s->ways,
 	       s->nchunks ?: XFRAG_DEF_MEM / XFRAG_CHUNK, s->cfg.timeout_ms,
 	       s->cfg.max_frags, s->cfg.evict, s->cfg.warm_ms, s->cfg.quota,
 	       s->cfg.mem_high, s->cfg.mem_low,
 	       s->cfg.flags & XFRAG_CFG_TC ? "tc" : "xdp-only",
 	       s->sweeper ? " sweeper" : "", s->tc_on_pass ? " tc-on-pass" : "",
+	       s->reconfig ? " reconfig" : "",
 	       s->streams, s->mut_pct, s->noise_pct);
 }
 
@@ -1868,7 +2010,11 @@ static int round_body(struct run *r)
 		if (r->frame_no >= next_pause) {
 			TRY(drain(r, 0));
 			next_pause = r->frame_no + r->s.pause_every;
+			if (r->s.reconfig && chance(50))
+				TRY(reconfigure(r));
 		}
+		if (r->s.reconfig && !rnd(4000))
+			TRY(reconfigure(r));
 		if (chance(r->s.noise_pct)) {
 			TRY(send_noise(r));
 			continue;
@@ -1918,7 +2064,7 @@ static int run_round(int round, struct run *tot)
 		pcap_dump();
 	} else {
 		if (verbose)
-			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (too long for TC test_run %llu, shot %llu); TC test_run refused %llu; reqds %llu oks %llu\n",
+			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (too long for TC test_run %llu, shot %llu); TC test_run refused %llu; reconfigured %llu; reqds %llu oks %llu\n",
 			       (unsigned long long)r.f_sent,
 			       (unsigned long long)r.f_clean,
 			       (unsigned long long)r.f_mut,
@@ -1936,6 +2082,7 @@ static int run_round(int round, struct run *tot)
 			       (unsigned long long)r.tc_skipped,
 			       (unsigned long long)r.tc_shot,
 			       (unsigned long long)r.tc_refused,
+			       (unsigned long long)r.reconfigs,
 			       (unsigned long long)V(&r.last, reasm_reqds),
 			       (unsigned long long)V(&r.last, reasm_oks));
 		printf("PASS fuzz_round_%d\n", round);
