@@ -260,6 +260,8 @@ struct run {
 	__u64 clean_xdp, clean_tc, mut_xdp, mut_tc, tc_skipped, tc_shot;
 	__u64 tc_refused;	/* TC test_run refused a short frame */
 	__u64 reconfigs;
+	__u64 tc_proxy;		/* hand-offs collected on a short proxy */
+	int lose;		/* hand-offs still to leave uncollected */
 	__u64 handoffs, dgrams_clean, dgrams_mut;
 };
 
@@ -1454,6 +1456,59 @@ static int tc_run(struct run *r, const __u8 *f, __u32 len, __u32 *ret,
 }
 
 /*
+ * A short fragment with the key of the long one in f (its L2 and L3
+ * headers, 8 payload bytes), for TC to find the hand-off by.  Returns its
+ * length, 0 when f cannot be cut so.
+ */
+static __u32 proxy_frame(__u8 *px, const __u8 *f, __u32 len)
+{
+	static const __u8 ext[] = { 0, 43, 60, 51, 135, 139, 140, 253, 254 };
+	__u16 type;
+	__u32 l3 = parse_l2(f, len, &type), end;
+
+	if (!l3)
+		return 0;
+	if (type == ETH_P_IP_) {
+		__u32 hl;
+
+		if (len < l3 + 20)
+			return 0;
+		hl = (f[l3] & 0xf) * 4;
+		end = l3 + hl + 8;
+		if (hl < 20 || end > len || end > tc_in_max)
+			return 0;
+		memcpy(px, f, end);
+		put16(px + l3 + 2, hl + 8);
+		ip_csum(px + l3, hl);
+		return end;
+	}
+	if (type == ETH_P_IPV6_ && len >= l3 + 40) {
+		/* the walk of xfrag_ip6_walk(): up to 8 known headers */
+		__u32 off = l3 + 40, pos = l3 + 6;
+
+		for (int i = 0; i <= 8; i++) {
+			__u8 nh = f[pos];
+
+			if (nh == 44) {
+				end = off + 8 + 8;
+				if (end > len || end > tc_in_max)
+					return 0;
+				memcpy(px, f, end);
+				put16(px + l3 + 4, end - l3 - 40);
+				return end;
+			}
+			if (i == 8 || !memchr(ext, nh, sizeof(ext)) ||
+			    off + 2 > len)
+				return 0;
+			pos = off;
+			off += nh == 51 ? (f[off + 1] + 2U) * 4 :
+					  (f[off + 1] + 1U) * 8;
+		}
+	}
+	return 0;
+}
+
+/*
  * TC on frame f.  `handoff`: XDP just handed a datagram over (meta m).
  * Returns 1 when TC rebuilt a datagram.
  */
@@ -1612,9 +1667,26 @@ static int run_frame(struct run *r, const __u8 *f, __u32 len, int kind,
 		REQUIRE(w.state == XFRAG_WAY_HANDOFF && w.cookie == m.cookie,
 			"hand-off meta (way %u cookie %u) but the way is in state %u cookie %u",
 			m.way, m.cookie, w.state, w.cookie);
-		if (len > tc_in_max) {
-			r->tc_skipped++;	/* left to expire */
+		if (r->lose && chance(20)) {
+			/* Never collected: expires as handoff_lost. */
+			r->lose--;
+			r->tc_skipped++;
 			return 0;
+		}
+		if (len > tc_in_max) {
+			/* Too long for TC's test_run: TC finds the hand-off
+			 * by key on a short fragment of the same datagram. */
+			static __u8 px[4096];
+			__u32 plen = proxy_frame(px, f, len);
+
+			if (!plen) {
+				r->tc_skipped++;	/* left to expire */
+				return 0;
+			}
+			r->tc_proxy++;
+			return run_tc(r, px, plen, 1, &m,
+				      kind == K_CLEAN ? clean : NULL,
+				      mutant) < 0 ? -1 : 0;
 		}
 		return run_tc(r, f, len, 1, &m, kind == K_CLEAN ? clean : NULL,
 			      mutant) < 0 ? -1 : 0;
@@ -1830,7 +1902,7 @@ static int drain(struct run *r, int final)
 	/* Every chunk is back on the free stack, each exactly once. */
 	{
 		static __u8 *seen;
-		static __u32 *fv;
+		static __u64 *fv;	/* per-CPU values come in 8-byte slots */
 		struct xfrag_pcpu *pc = calloc(ncpus, sizeof(*pc));
 		__u32 zero = 0, nch = r->s.nchunks ?: XFRAG_DEF_MEM / XFRAG_CHUNK;
 		int fd = bpf_map__fd(r->skel->maps.xfrag_free), err;
@@ -1853,7 +1925,7 @@ static int drain(struct run *r, int final)
 
 			REQUIRE(!bpf_map_lookup_elem(fd, &i, fv),
 				"free lookup: %s", strerror(errno));
-			c = fv[cur_cpu];
+			c = (__u32)fv[cur_cpu];	/* little-endian */
 			REQUIRE(c < fresh && !seen[c],
 				"free stack entry %u: chunk %u %s", i, c,
 				c < fresh ? "twice on the free stack" :
@@ -2047,6 +2119,7 @@ static int run_round(int round, struct run *tot)
 	r.secret[0] = rnd64() | 1;
 	r.secret[1] = rnd64();
 	dg_counter = rnd64() >> 28;	/* keys unique within the round */
+	r.lose = round % 4 == 3;
 	if (verbose)
 		print_setup(&r);
 	ring_n = 0;
@@ -2064,7 +2137,7 @@ static int run_round(int round, struct run *tot)
 		pcap_dump();
 	} else {
 		if (verbose)
-			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (too long for TC test_run %llu, shot %llu); TC test_run refused %llu; reconfigured %llu; reqds %llu oks %llu\n",
+			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (on a proxy %llu, left to expire %llu, shot %llu); TC test_run refused %llu; reconfigured %llu; reqds %llu oks %llu\n",
 			       (unsigned long long)r.f_sent,
 			       (unsigned long long)r.f_clean,
 			       (unsigned long long)r.f_mut,
@@ -2079,6 +2152,7 @@ static int run_round(int round, struct run *tot)
 			       (unsigned long long)r.mut_xdp,
 			       (unsigned long long)r.mut_tc,
 			       (unsigned long long)r.handoffs,
+			       (unsigned long long)r.tc_proxy,
 			       (unsigned long long)r.tc_skipped,
 			       (unsigned long long)r.tc_shot,
 			       (unsigned long long)r.tc_refused,
