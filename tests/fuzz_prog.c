@@ -40,6 +40,11 @@
  * at least two fragments.  Some rounds change the tunables as they go, let
  * the sweeper run, or run TC on every frame passed untouched too.
  *
+ * Every fourth round checks completeness (classify()): with the resources
+ * sure to suffice, every datagram within the delivery limits is delivered
+ * exactly once, on its last fragment, and datagrams beyond them are passed
+ * untouched, every fragment; nothing fails and nothing is left in flight.
+ *
  * At pauses and at the end of a round the short time-out runs out; one
  * too-long fragment per bucket (keys found with the data path's SipHash,
  * under a secret set here) visits every bucket, and then every gauge is
@@ -211,6 +216,7 @@ struct setup {
 	int noise_pct;		/* share of noise frames */
 	int pause_every;	/* frames between pauses past the time-out */
 	int reconfig;		/* change the tunables during the round */
+	int complete;		/* completeness round (see complete_check()) */
 };
 
 struct dgram {
@@ -229,6 +235,7 @@ struct dgram {
 	__u32 hlen_later;	/* IPv4: header length of non-first fragments */
 	__u32 nhpos;		/* IPv6: hdr byte naming the Fragment header */
 	__u8 fnh;		/* IPv6: next header after the Fragment header */
+	__u8 proto;		/* upper layer */
 	__u32 first_min;	/* bytes the first fragment must hold */
 	__u32 plen;
 	__u8 pl[65536];		/* the fragmentable part */
@@ -248,6 +255,7 @@ struct stream {
 	int n, next;
 	int mutant, mut_pct;
 	int live;
+	char expect;		/* completeness rounds: 'A', 'B' or 'C' */
 };
 
 struct run {
@@ -268,6 +276,10 @@ struct run {
 	__u64 reconfigs;
 	__u64 tc_proxy;		/* hand-offs collected on a short proxy */
 	int lose;		/* hand-offs still to leave uncollected */
+	/* the last frame's outcome */
+	__u32 o_verdict;
+	int o_untouched, o_delivered;
+	__u64 expect_a, expect_b, expect_c;	/* completeness checks made */
 	__u64 handoffs, dgrams_clean, dgrams_mut;
 };
 
@@ -285,6 +297,7 @@ static size_t lib_log_len;
 static __u8 fbuf[FRAME_MAX], out[OUT_MAX], tout[OUT_MAX];
 static struct stream streams[MAX_STREAMS];
 static __u64 dg_counter;
+static int gen_plain;		/* no duplicates, overlaps or lies */
 
 /* Destinations: clean datagrams go to these, nothing else may name them. */
 static const __u8 clean4_dst[4] = { 198, 51, 100, 77 };
@@ -663,7 +676,7 @@ static void mk_dgram(struct dgram *d, int mutant)
 	int nvlan = rnd(100) < 60 ? 0 : rnd(100) < 70 ? 1 : 2;
 	__u32 r, maxp, up_off = 0;
 	__u8 proto;
-	int lie = chance(mutant ? 20 : 3);
+	int lie = !gen_plain && chance(mutant ? 20 : 3);
 
 	d->fam = chance(50) ? 4 : 6;
 	d->df = chance(10);
@@ -673,6 +686,7 @@ static void mk_dgram(struct dgram *d, int mutant)
 		r < 92 ? 59 : 0;
 	while (!proto || proto == 135 || proto == 139 || proto == 140)
 		proto = range(100, 250);	/* no extension header type */
+	d->proto = proto;
 
 	if (d->fam == 4) {
 		__u8 *ip = d->hdr;
@@ -962,6 +976,7 @@ static void new_stream(struct stream *s, int mutant, int mut_pct)
 	s->mut_pct = mut_pct;
 	s->n = s->next = 0;
 	s->live = 1;
+	s->expect = 0;
 	mk_dgram(d, mutant);
 	fm = (d->first_min + 7) & ~7U;
 	room = frag_room();
@@ -1060,10 +1075,12 @@ static void new_stream(struct stream *s, int mutant, int mut_pct)
 	}
 
 	/* Exact duplicates and overlapping pieces, all with the right bytes. */
-	if (chance(20))
+	if (gen_plain)
+		;
+	else if (chance(20))
 		for (int k = 0, m = range(1, 3); k < m; k++)
 			insert_piece(s, s->p[rnd(s->n)]);
-	if (chance(8)) {
+	if (!gen_plain && chance(8)) {
 		__u32 slots = d->plen / 8, a, b;
 		struct piece x = { 0 };
 
@@ -1088,6 +1105,53 @@ static void new_stream(struct stream *s, int mutant, int mut_pct)
 		else if (chance(1))
 			s->p[i].pad = rnd(4096);
 	}
+}
+
+/*
+ * Completeness rounds (TC, default geometry and memory, at most 8
+ * datagrams at a time, nothing else sent, no time-out while sending): the
+ * table and the memory cannot run out, so
+ *  A: a datagram within the delivery limit (XFRAG_TC_MAX_LEN, 64
+ *     fragments, 64 pieces, IPv6 unfragmentable part within
+ *     XFRAG_HDR_MAX) is delivered exactly once, on its last fragment; all
+ *     fragments before are dropped (consumed);
+ *  B: a UDP datagram beyond it whose first fragment comes first is passed
+ *     to the kernel untouched, every fragment;
+ *  C: an IPv6 datagram whose unfragmentable part exceeds XFRAG_HDR_MAX is
+ *     passed untouched, every fragment.
+ * Returns the class, 0 for none of them.
+ */
+static char classify(struct stream *s)
+{
+	const struct dgram *d = &s->d;
+	__u32 l2min = d->l2len, l2max = d->l2len, descs = 0;
+	__u32 hmax = d->alt6 && d->hlen2 > d->hlen ? d->hlen2 : d->hlen;
+
+	for (__u32 v = 0; v < d->nl2x; v++) {
+		if (d->l2xlen[v] < l2min)
+			l2min = d->l2xlen[v];
+		if (d->l2xlen[v] > l2max)
+			l2max = d->l2xlen[v];
+	}
+	for (int i = 0; i < s->n; i++)
+		descs += (s->p[i].len + XFRAG_CHUNK - 1) / XFRAG_CHUNK;
+	if (d->fam == 6 && d->hlen > XFRAG_HDR_MAX)
+		return d->alt6 ? 0 : 'C';
+	if (l2max + hmax + d->plen <= XFRAG_TC_MAX_LEN && s->n <= 64 &&
+	    descs <= XFRAG_MAX_DESC)
+		return 'A';
+	if (d->proto == 17 && l2min + d->hlen + d->plen > XFRAG_TC_MAX_LEN) {
+		/* its first fragment first: the UDP length tells */
+		for (int i = 0; i < s->n; i++)
+			if (s->p[i].off == 0) {
+				struct piece t = s->p[i];
+
+				memmove(&s->p[1], &s->p[0], i * sizeof(s->p[0]));
+				s->p[0] = t;
+				return 'B';
+			}
+	}
+	return 0;
 }
 
 /* ---- Mutations ---------------------------------------------------------------- */
@@ -1579,6 +1643,8 @@ static int run_tc(struct run *r, const __u8 *f, __u32 len, int handoff,
 	if (rebuilt) {
 		TRY(check_dgram(r, "TC", tout, olen, f, len,
 				mutant ? NULL : clean));
+		if (handoff)
+			r->o_delivered = 1;
 		if (mutant)
 			r->mut_tc++;
 		else if (clean)
@@ -1623,6 +1689,8 @@ static int run_frame(struct run *r, const __u8 *f, __u32 len, int kind,
 
 	ring_put(f, len);
 	cur_kind = kind;
+	r->o_verdict = ~0U;
+	r->o_untouched = r->o_delivered = 0;
 	if (kind != K_VISIT)
 		r->frame_no++;		/* the round's budget */
 	r->f_sent++;
@@ -1643,8 +1711,10 @@ static int run_frame(struct run *r, const __u8 *f, __u32 len, int kind,
 	d_err = V(&now, deliver_err) - V(&before, deliver_err);
 	d_oks = V(&now, reasm_oks) - V(&before, reasm_oks);
 
+	r->o_verdict = o.retval;
 	if (o.retval == XDP_PASS) {
 		untouched = o.data_size_out == len && !memcmp(out, f, len);
+		r->o_untouched = untouched;
 		if (!untouched && o.data_size_out == len + sizeof(m) &&
 		    !memcmp(out + sizeof(m), f, len)) {
 			memcpy(&m, out, sizeof(m));
@@ -1688,6 +1758,7 @@ static int run_frame(struct run *r, const __u8 *f, __u32 len, int kind,
 	if (rebuilt) {
 		TRY(check_dgram(r, "XDP", out, o.data_size_out, f, len,
 				kind == K_CLEAN ? clean : NULL));
+		r->o_delivered = 1;
 		if (kind == K_CLEAN)
 			r->clean_xdp++;
 		else
@@ -1808,7 +1879,31 @@ static int stream_step(struct run *r, struct stream *s)
 		if (p->off == 0 && !p->mf)
 			return run_frame(r, fbuf, len,
 					 d->fam == 4 ? K_PLAIN : K_ATOMIC, NULL);
-		return run_frame(r, fbuf, len, K_CLEAN, d);
+		TRY(run_frame(r, fbuf, len, K_CLEAN, d));
+		if (!s->expect)
+			return 0;
+		if (s->expect != 'A') {
+			REQUIRE(r->o_verdict == XDP_PASS && r->o_untouched,
+				"class %c datagram (%u bytes, %s): fragment %d of %d not passed untouched (XDP %u)",
+				s->expect, d->plen, d->fam == 4 ? "IPv4" : "IPv6",
+				s->next, s->n, r->o_verdict);
+			if (s->next == s->n)
+				s->expect == 'B' ? r->expect_b++ : r->expect_c++;
+			return 0;
+		}
+		if (s->next < s->n) {
+			REQUIRE(r->o_verdict == XDP_DROP,
+				"class A datagram (%u bytes, %s, %d fragments): fragment %d not consumed (XDP %u)",
+				d->plen, d->fam == 4 ? "IPv4" : "IPv6", s->n,
+				s->next, r->o_verdict);
+			return 0;
+		}
+		REQUIRE(r->o_delivered,
+			"class A datagram (%u bytes, %s, %d fragments): not delivered on its last fragment (XDP %u%s)",
+			d->plen, d->fam == 4 ? "IPv4" : "IPv6", s->n,
+			r->o_verdict, r->o_untouched ? ", untouched" : "");
+		r->expect_a++;
+		return 0;
 	}
 	if (d->fam == 6)
 		L.fh = hdr_room(d, p->l2v, p->off) - 8;
@@ -1901,11 +1996,45 @@ static int check_hash(struct run *r)
 	}
 	s->live = 0;
 	REQUIRE(hit, "bucket hash of this test disagrees with the data path");
+	/* The rest of it: nothing is left in flight. */
+	len = mk_frag(fbuf, &s->d, 0, 8, s->d.plen - 8, 0, 0);
+	r->f_clean++;
+	TRY(run_frame(r, fbuf, len, K_CLEAN, &s->d));
+	REQUIRE(!r->s.complete || r->o_delivered,
+		"datagram of the hash check (%u bytes) not delivered",
+		s->d.plen);
 	return 0;
 }
 
+static int set_timeout(struct run *r, __u32 ms)
+{
+	__u32 zero = 0;
+
+	r->s.cfg.timeout_ms = ms;
+	REQUIRE(!bpf_map_update_elem(bpf_map__fd(r->skel->maps.xfrag_config),
+				     &zero, &r->s.cfg, BPF_ANY),
+		"config update: %s", strerror(errno));
+	return 0;
+}
+
+static int drain_body(struct run *r, int final);
+
 /* Past the time-out: everything is reclaimed, nothing leaks. */
 static int drain(struct run *r, int final)
+{
+	__u32 keep = r->s.cfg.timeout_ms;
+	int err;
+
+	if (!r->s.complete)
+		return drain_body(r, final);
+	/* Completeness rounds send under the longest time-out: shorten it
+	 * for the drain, as `xfrag config timeout=` would. */
+	TRY(set_timeout(r, 10));
+	err = drain_body(r, final);
+	return err ?: set_timeout(r, keep);
+}
+
+static int drain_body(struct run *r, int final)
 {
 	__u32 tmo = r->s.cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS;
 	struct snap s;
@@ -2061,6 +2190,22 @@ static void pick_setup(struct setup *s, int round)
 		s->streams = range(1, 6);
 		s->mut_pct = range(10, 40);
 	}
+	if (kind == 2) {
+		/* Completeness: see classify(). */
+		s->complete = 1;
+		s->buckets = 1024;
+		s->ways = 8;
+		s->nchunks = 0;
+		s->cfg.timeout_ms = XFRAG_MAX_TIMEOUT_MS;
+		s->cfg.max_frags = 0;
+		s->cfg.quota = 0;
+		s->cfg.mem_high = s->cfg.mem_low = 0;
+		s->cfg.flags = XFRAG_CFG_TC;
+		s->reconfig = 0;
+		s->streams = range(1, 8);
+		s->mut_pct = 0;
+		s->noise_pct = 0;
+	}
 }
 
 /* Run-time tunables, as `xfrag config` changes them. */
@@ -2098,14 +2243,58 @@ static void print_setup(const struct run *r)
 	       s->cfg.mem_high, s->cfg.mem_low,
 	       s->cfg.flags & XFRAG_CFG_TC ? "tc" : "xdp-only",
 	       s->sweeper ? " sweeper" : "", s->tc_on_pass ? " tc-on-pass" : "",
-	       s->reconfig ? " reconfig" : "",
+	       s->complete ? " completeness" : s->reconfig ? " reconfig" : "",
 	       s->streams, s->mut_pct, s->noise_pct);
+}
+
+/*
+ * Completeness rounds, before a pause or the end: every datagram sent to
+ * its last fragment; then nothing is in flight and nothing failed but the
+ * visits (each a too-long fragment).
+ */
+static int complete_check(struct run *r)
+{
+	static const int zero_ctrs[] = {
+		C_reasm_timeout, C_reasm_overlaps, C_deliver_err, C_handoff_lost,
+		C_reasm_evicted, C_pass_evicted, C_frag_dup, C_frag_overlap,
+		C_frag_timeout, C_frag_refused, C_frag_nomem, C_frag_quota,
+		C_frag_bad_header, C_frag_oversize, C_frag_zero_len,
+		C_frag_bad_end, C_frag_too_many, C_frag_discarded,
+		C_frag_evicted, C_frag_bad_len, C_frag_bad_chain,
+		C_frags_in_flight, C_dgrams_in_flight, C_handoff_pending,
+		C_bytes_in_flight, C_mem_in_flight,
+	};
+	struct snap *s = &r->last;
+
+	for (;;) {
+		int live[MAX_STREAMS], n = 0;
+
+		for (int i = 0; i < r->s.streams; i++)
+			if (streams[i].live)
+				live[n++] = i;
+		if (!n)
+			break;
+		TRY(stream_step(r, &streams[live[rnd(n)]]));
+	}
+	for (size_t i = 0; i < sizeof(zero_ctrs) / sizeof(zero_ctrs[0]); i++)
+		REQUIRE(s->v[zero_ctrs[i]] == 0,
+			"completeness round: %s is %llu with every datagram sent",
+			cname[zero_ctrs[i]],
+			(unsigned long long)s->v[zero_ctrs[i]]);
+	REQUIRE(V(s, frag_too_long) == r->f_visit &&
+		V(s, reasm_fails) == r->f_visit,
+		"completeness round: frag_too_long %llu reasm_fails %llu, %llu visits",
+		(unsigned long long)V(s, frag_too_long),
+		(unsigned long long)V(s, reasm_fails),
+		(unsigned long long)r->f_visit);
+	return 0;
 }
 
 static int round_body(struct run *r)
 {
 	__u64 next_pause;
 
+	gen_plain = r->s.complete;
 	TRY(load(r));
 	TRY(snap_checked(r, &r->last));
 	TRY(check_hash(r));
@@ -2116,6 +2305,8 @@ static int round_body(struct run *r)
 		int i;
 
 		if (r->frame_no >= next_pause) {
+			if (r->s.complete)
+				TRY(complete_check(r));
 			TRY(drain(r, 0));
 			next_pause = r->frame_no + r->s.pause_every;
 			if (r->s.reconfig && chance(50))
@@ -2131,8 +2322,12 @@ static int round_body(struct run *r)
 		if (!streams[i].live) {
 			int mut = chance(r->s.mut_pct);
 
-			new_stream(&streams[i], mut,
-				   chance(50) ? range(3, 20) : range(20, 100));
+			do
+				new_stream(&streams[i], mut,
+					   chance(50) ? range(3, 20) :
+							range(20, 100));
+			while (r->s.complete &&
+			       !(streams[i].expect = classify(&streams[i])));
 			if (mut)
 				r->dgrams_mut++;
 			else
@@ -2140,6 +2335,8 @@ static int round_body(struct run *r)
 		}
 		TRY(stream_step(r, &streams[i]));
 	}
+	if (r->s.complete)
+		TRY(complete_check(r));
 	return drain(r, 1);
 }
 
@@ -2173,7 +2370,7 @@ static int run_round(int round, struct run *tot)
 		pcap_dump();
 	} else {
 		if (verbose)
-			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (on a proxy %llu, left to expire %llu, shot %llu); TC test_run refused %llu; reconfigured %llu; reqds %llu oks %llu\n",
+			printf("  frames %llu (clean %llu mutant %llu noise %llu visits %llu, skipped %llu, refused by test_run %llu); datagrams clean %llu mutant %llu; delivered clean xdp %llu tc %llu, mutant xdp %llu tc %llu; hand-offs %llu (on a proxy %llu, left to expire %llu, shot %llu); TC test_run refused %llu; reconfigured %llu; completeness checks A %llu B %llu C %llu; reqds %llu oks %llu\n",
 			       (unsigned long long)r.f_sent,
 			       (unsigned long long)r.f_clean,
 			       (unsigned long long)r.f_mut,
@@ -2193,6 +2390,9 @@ static int run_round(int round, struct run *tot)
 			       (unsigned long long)r.tc_shot,
 			       (unsigned long long)r.tc_refused,
 			       (unsigned long long)r.reconfigs,
+			       (unsigned long long)r.expect_a,
+			       (unsigned long long)r.expect_b,
+			       (unsigned long long)r.expect_c,
 			       (unsigned long long)V(&r.last, reasm_reqds),
 			       (unsigned long long)V(&r.last, reasm_oks));
 		printf("PASS fuzz_round_%d\n", round);
