@@ -124,7 +124,7 @@ struct snap {
 	__u64 chunks_out;	/* next_fresh - free_top, all CPUs */
 };
 
-/* ---- Random numbers (splitmix64) ------------------------------------------ */
+/* ---- Random numbers (splitmix64) ----------------------------------------- */
 
 static __u64 rs;
 
@@ -166,7 +166,7 @@ static void rnd_fill(__u8 *p, __u32 n)
 		*p++ = rnd64() >> 56;
 }
 
-/* ---- Bytes ----------------------------------------------------------------- */
+/* ---- Bytes --------------------------------------------------------------- */
 
 static void put16(__u8 *p, __u16 v)
 {
@@ -204,7 +204,7 @@ static void ip_csum(__u8 *ip, __u32 hl)
 	put16(ip + 10, csum(ip, hl));
 }
 
-/* ---- State ------------------------------------------------------------------ */
+/* ---- State --------------------------------------------------------------- */
 
 struct setup {
 	__u32 buckets, ways, nchunks;	/* nchunks 0: default */
@@ -403,7 +403,7 @@ static __u32 bucket_base(const struct run *r, const struct xfrag_key *key)
 	return (__u32)(((h & 0xffffffff) * r->s.buckets) >> 32) * r->s.ways;
 }
 
-/* ---- Skeleton, counters, table --------------------------------------------- */
+/* ---- Skeleton, counters, table ------------------------------------------- */
 
 static int load(struct run *r)
 {
@@ -602,7 +602,7 @@ static int pending_with_key(struct run *r, const struct xfrag_key *key,
 	return 0;
 }
 
-/* ---- Frames ---------------------------------------------------------------- */
+/* ---- Frames -------------------------------------------------------------- */
 
 /* MACs, `nvlan` tags, EtherType. */
 static __u32 mk_l2(__u8 *p, int nvlan, __u16 type)
@@ -1154,7 +1154,7 @@ static char classify(struct stream *s)
 	return 0;
 }
 
-/* ---- Mutations ---------------------------------------------------------------- */
+/* ---- Mutations ----------------------------------------------------------- */
 
 struct layout {
 	__u32 l3;	/* IP header offset */
@@ -1383,7 +1383,7 @@ static int names_clean(const __u8 *f, __u32 len)
 	return memmem(f, len, clean4_dst, 4) || memmem(f, len, clean6_dst, 16);
 }
 
-/* ---- Running frames ---------------------------------------------------------- */
+/* ---- Running frames ------------------------------------------------------ */
 
 enum kind { K_CLEAN, K_MUT, K_PLAIN, K_ATOMIC, K_NOISE, K_VISIT };
 static const char *const kname[] = { "clean fragment", "mutant", "plain packet",
@@ -1805,7 +1805,7 @@ static int run_frame(struct run *r, const __u8 *f, __u32 len, int kind,
 	return 0;
 }
 
-/* ---- Noise ------------------------------------------------------------------- */
+/* ---- Noise --------------------------------------------------------------- */
 
 /* An unfragmented packet, an atomic fragment, or random bytes. */
 static int send_noise(struct run *r)
@@ -1859,7 +1859,7 @@ static int send_noise(struct run *r)
 	return run_frame(r, fbuf, len, kind, NULL);
 }
 
-/* ---- Streams ------------------------------------------------------------------ */
+/* ---- Streams ------------------------------------------------------------- */
 
 static int stream_step(struct run *r, struct stream *s)
 {
@@ -1917,7 +1917,7 @@ static int stream_step(struct run *r, struct stream *s)
 	return run_frame(r, fbuf, len, K_MUT, NULL);
 }
 
-/* ---- Visits and the end of a round -------------------------------------------- */
+/* ---- Visits and the end of a round --------------------------------------- */
 
 /*
  * One fragment per bucket that every bucket would drop as too long: the
@@ -2129,7 +2129,7 @@ static int drain_body(struct run *r, int final)
 	return 0;
 }
 
-/* ---- Rounds --------------------------------------------------------------------- */
+/* ---- Rounds -------------------------------------------------------------- */
 
 static __u64 mix(__u64 a, __u64 b)
 {
@@ -2409,7 +2409,7 @@ static int run_round(int round, struct run *tot)
 	return err;
 }
 
-/* ---- Start ------------------------------------------------------------------------ */
+/* ---- Start --------------------------------------------------------------- */
 
 /* Largest frame test_run takes for prog (binary search on non-IP frames). */
 static __u32 probe_max(int prog_fd)
