@@ -25,8 +25,8 @@ BPF_HDRS := $(wildcard bpf/*.h) include/xfrag.h vmlinux.h
 USER_SRC := $(wildcard user/*.c)
 USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
-TEST_BINS := $(OUT)/test_prog $(OUT)/fragsend $(OUT)/udpcheck $(OUT)/gen \
-	     $(OUT)/sink
+TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
+	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz fuzz-bin
 
@@ -48,6 +48,10 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
 $(OUT)/test_prog: tests/test_prog.c include/xfrag.h $(OUT)/xfrag.skel.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+$(OUT)/fuzz_prog: tests/fuzz_prog.c include/xfrag.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 

@@ -33,6 +33,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 run_suite unit ./build/test_prog
+run_suite fuzz ./build/fuzz_prog
 run_suite cli tests/cli_test.sh
 run_suite fuzz-user tests/fuzz_test.sh
 run_suite ns ./tests/ns_test.sh
