@@ -280,7 +280,8 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 
 	printf("xfrag: attached to %s (XDP %s mode%s), maps pinned in %s\n",
 	       ifname, mode == XDP_MODE_SKB ? "skb" : "native",
-	       tc ? ", TC ingress" : ", no TC", dir);
+	       !tc ? ", no TC" : (cfg.flags & XFRAG_CFG_REPLAY) ?
+	       ", TC ingress, replay beyond one skb" : ", TC ingress", dir);
 	ret = XF_EXIT_OK;
 	goto out;
 
