@@ -224,12 +224,13 @@ static __always_inline int xfrag_xdp_can_hold(struct xdp_md *ctx,
 }
 
 /*
- * A pass-through record lives until every byte of its datagram went by:
- * first and last fragment seen and as many bytes as the last one's end.
- * Until then it sends the datagram's fragments to the kernel; held for the
- * whole time-out instead, records of big datagrams would fill the table.
- * (A duplicate can free it early: the rest of that datagram is then taken,
- * times out and is counted.)
+ * A pass-through record sends its datagram's fragments to the kernel.  Once
+ * every byte went by (first and last fragment seen, as many bytes as the
+ * last one's end) it is done: its way is free for a new datagram, yet
+ * still found by its own late fragments until reused.  Held for the whole
+ * time-out instead, records of big datagrams would fill the table; freed
+ * at once, a duplicate that made the count early would have the rest of
+ * the datagram taken, time out and be lost (found by tests/diff_test.sh).
  */
 static __always_inline void xfrag_pass_track(struct xfrag_way *w,
 					     struct xfrag_pkt *p)
@@ -243,7 +244,7 @@ static __always_inline void xfrag_pass_track(struct xfrag_way *w,
 	}
 	if ((w->flags & XFRAG_F_FIRST_SEEN) && (w->flags & XFRAG_F_LAST_SEEN) &&
 	    w->rcvd >= w->end)
-		w->state = XFRAG_WAY_FREE;
+		w->flags |= XFRAG_F_DONE;
 }
 
 /*
@@ -325,6 +326,9 @@ static long xfrag_scan_one(__u32 i, void *data)
 		sc->match = i;
 		return 1;
 	}
+	if (x->state == XFRAG_WAY_PASS && (x->flags & XFRAG_F_DONE) &&
+	    sc->freew < 0)
+		sc->freew = i;		/* a done record: reusable */
 	return 0;
 }
 

@@ -218,6 +218,7 @@ struct xfrag_desc {
 #define XFRAG_F_FIRST_SEEN	(1U << 1)	/* offset-0 fragment arrived */
 #define XFRAG_F_DF		(1U << 2)	/* first fragment had DF */
 #define XFRAG_F_QUOTA		(1U << 3)	/* counted in xfrag_srcq[srcq] */
+#define XFRAG_F_DONE		(1U << 4)	/* pass-through: all bytes went by */
 
 struct xfrag_way {
 	struct xfrag_key key;

@@ -1576,6 +1576,35 @@ static int t_pass_frees(struct tctx *t)
 }
 
 /*
+ * A duplicate makes a pass-through record's byte count reach the end one
+ * fragment early: the record is done, but its way is only reused by a new
+ * datagram, so the late fragment still finds it and goes to the kernel
+ * (found by tests/diff_test.sh, seed 400 batch 23).
+ */
+static int t_pass_dup(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(76, 20000);
+	struct fl fl[16];
+	struct frame f;
+	struct snap s;
+	int n = split(d, MTU_FRAG, fl);
+
+	TRY(load(t, &(struct setup){ 0 }));
+	TRY(snap(t, -1, &s));
+	mkfrag(&f, d, fl[0].off, fl[0].len, fl[0].mf, 0);
+	TRY(send_pass(t, &f, "first fragment"));
+	TRY(send_pass(t, &f, "its duplicate"));
+	for (int i = n - 1; i >= 1; i--) {
+		mkfrag(&f, d, fl[i].off, fl[i].len, fl[i].mf, 0);
+		TRY(send_pass(t, &f, i == 1 ? "the fragment after the count"
+					    : "later fragment"));
+	}
+	EXPECT(t, &s, D(reasm_reqds, n + 1), D(pass_dgrams, 1),
+	       D(frag_passed, n + 1));
+	return 0;
+}
+
+/*
  * A datagram too big to rebuild arrives at a full bucket: its pass-through
  * record evicts a cold way (it holds no memory, and without a record the
  * later fragments would be taken and found too big), so every fragment
@@ -2229,6 +2258,7 @@ static const struct {
 	{ "no_tc_9000_reverse_passed", t_pass, 3 },
 	{ "pass_record_freed", t_pass_frees, 0 },
 	{ "pass_record_evicts_cold", t_pass_evicts, 0 },
+	{ "pass_record_outlives_duplicate", t_pass_dup, 0 },
 	{ "replay_65507_taken", t_replay_takes, 0 },
 	{ "replay_size_learned_late", t_replay_takes, 1 },
 	{ "no_tc_room_learned", t_no_tc_room, 0 },
