@@ -36,6 +36,7 @@ run_suite unit ./build/test_prog
 run_suite cli tests/cli_test.sh
 run_suite ns ./tests/ns_test.sh
 run_suite corpus ./tests/corpus_test.sh
+run_suite diff ./tests/diff_test.sh
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
