@@ -75,6 +75,10 @@ RPID_X=""
 RPID_K=""
 NFAIL=0
 
+# XD_VERBOSE=1: where the time of a batch goes.
+TM=""
+tmark() { [ "${XD_VERBOSE:-0}" = 1 ] && TM="$TM $1:$(( ($(date +%s%N) - ts) / 1000000 ))"; }
+
 in_ns() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" "$@"; }
 
 cleanup() {
@@ -137,6 +141,8 @@ setup() {
 			in_ns $KNS ip link show $KIF | grep -q LOWER_UP && break
 		sleep 0.1
 	done
+	# Our own copies: a rebuild during a long run does not disturb it.
+	cp "$B/diffgen" "$B/diffrecv" "$TMP/" || return 1
 	in_ns $XNS "$B/xfrag" attach $XIF --timeout $TIMEOUT_MS \
 		--mem-per-cpu 16M >"$TMP/attach.log" 2>&1 || {
 		echo "xfrag attach: $(cat "$TMP/attach.log")"
@@ -148,7 +154,7 @@ setup() {
 start_recv() {
 	local ns=$1 out=$2
 
-	ip netns exec "$ns" "$B/diffrecv" --seed "$SEED" -o "$out" \
+	ip netns exec "$ns" "$TMP/diffrecv" --seed "$SEED" -o "$out" \
 		>/dev/null 2>"$out.err" &
 	RPID=$!
 	for _ in $(seq 100); do
@@ -185,6 +191,16 @@ drops() {
 	} | awk '/RX:|TX:/ { getline; n += $4 } END { print n + 0 }'
 }
 
+# UDP datagrams that reached L4 and were refused (checksum, length):
+# Udp InErrors + Udp6InErrors.
+udp_inerr() {
+	in_ns "$1" cat /proc/net/snmp /proc/net/snmp6 | awk '
+		$1 == "Udp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next }
+		$1 == "Udp:" { n += $c["InErrors"] }
+		$1 == "Udp6InErrors" { n += $2 }
+		END { print n + 0 }'
+}
+
 udp_errs() {
 	in_ns "$1" cat /proc/net/snmp /proc/net/snmp6 | awk '
 		$1 == "Udp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next }
@@ -215,26 +231,32 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 		fail diff-idle "something still held before batch $b"
 	fi
 	ts=$(date +%s%N)
+	tmark start
+	ex0=$(udp_inerr $XNS)
+	ek0=$(udp_inerr $KNS)
 	if ! out=$(taskset -c "$CPU" nsenter --net=/run/netns/$SND \
-			"$B/diffgen" --seed "$SEED" --batch $b --send \
+			"$TMP/diffgen" --seed "$SEED" --batch $b --send \
 			--ifx xds0 --dmac-x $RMAC_X --ifk xds1 \
 			--dmac-k $RMAC_K --manifest "$TMP/manifest" 2>&1); then
 		fail "diff-seed-$SEED-batch-$b" "sender: $out"
 		break
 	fi
+	tmark sent
 	# Both sides delivered everything sent before the end marker.
 	for _ in $(seq 500); do
 		grep -qx "end $b" "$TMP/x.log" && grep -qx "end $b" "$TMP/k.log" &&
 			break
 		sleep 0.02
 	done
+	tmark ends
 	# Anything incomplete, duplicated or on another VLAN may be held:
 	# wait for the time-out, then for the gauges.
-	if "$B/diffgen" --seed "$SEED" --batch $b --print |
+	if "$TMP/diffgen" --seed "$SEED" --batch $b --print |
 			grep '^dg ' | grep -qv 'missing 0 extras -$'; then
 		left=$(( TIMEOUT_MS + 300 - ($(date +%s%N) - ts) / 1000000 ))
 		[ $left -gt 0 ] && sleep "$(awk -v m=$left 'BEGIN { print m / 1000 }')"
 	fi
+	tmark waited
 	idle=0
 	for _ in $(seq 40); do
 		if all_idle "$TMP/s1"; then
@@ -246,10 +268,25 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 	if [ $idle = 0 ]; then
 		fail "diff-seed-$SEED-batch-$b" "still held $((TIMEOUT_MS + 4000)) ms after the batch: kernel x $(kfrag_inuse $XNS) k $(kfrag_inuse $KNS), xfrag $(xf_stats_brief "$TMP/s1")"
 	fi
+	# With nothing held, the byte gauges are where they were before the
+	# batch (0, unless an earlier batch already broke them).
+	if [ $idle = 1 ]; then
+		for g in bytes_in_flight mem_in_flight; do
+			a=$(xf_stat "$TMP/s0" $g)
+			z=$(xf_stat "$TMP/s1" $g)
+			[ "$a" = "$z" ] || fail "diff-seed-$SEED-batch-$b" "$g went from $a to $z over the batch, with nothing held"
+		done
+	fi
 	if ! msg=$(xf_invariants "$TMP/s1"); then
 		fail "diff-seed-$SEED-batch-$b" "xfrag invariants: $msg"
 	fi
-	res=$("$B/diffgen" --seed "$SEED" --batch $b --check \
+	tmark idle
+	# A datagram xfrag rebuilt wrong reaches UDP and is refused there: no
+	# more of those than the kernel's own.
+	ex=$(( $(udp_inerr $XNS) - ex0 ))
+	ek=$(( $(udp_inerr $KNS) - ek0 ))
+	[ $ex -le $ek ] || fail "diff-seed-$SEED-batch-$b" "UDP refused $ex datagrams on the xfrag side, $ek on the kernel side (InErrors)"
+	res=$("$TMP/diffgen" --seed "$SEED" --batch $b --check \
 		--xrecv "$TMP/x.log" --krecv "$TMP/k.log" \
 		--xstats0 "$TMP/s0" --xstats1 "$TMP/s1")
 	grep '^FAIL' <<<"$res"
@@ -260,7 +297,9 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 	FR=$((FR + ${f:-0}))
 	DX=$((DX + ${x:-0}))
 	DK=$((DK + ${k:-0}))
-	[ "${XD_VERBOSE:-0}" = 1 ] && echo "batch $b: $res" | tr '\n' ' ' && echo
+	tmark checked
+	[ "${XD_VERBOSE:-0}" = 1 ] && echo "batch $b ($TM ms): $(tr "\n" " " <<<"$res")"
+	TM=""
 done
 
 # After the time-out nothing is held (gauges include the memory ones).

@@ -30,8 +30,13 @@
  * reversed, shuffled or last first, datagrams interleaved, and mutations:
  * missing fragments, exact duplicates, partial / contained / containing
  * overlaps (same or other bytes), ragged non-last fragments (1-7 bytes
- * more than a multiple of 8), zero-length fragments, whole resends, and
- * copies on another VLAN.  802.1Q tags: this kernel has no VLAN devices
+ * more than a multiple of 8), zero-length fragments, fragments beyond
+ * 65535 bytes, last fragments with another end, whole resends, and copies
+ * on another VLAN.  "Other bytes" keep the UDP header and checksum valid
+ * (16-bit words swapped), so whichever copy wins reaches the socket and
+ * the receiver tells which one it was.  IPv4 first fragments may carry
+ * options (NOPs); IPv6 may carry destination options after the Fragment
+ * header too.  802.1Q tags: this kernel has no VLAN devices
  * (CONFIG_VLAN_8021Q off), so tagged frames carry VID 0 (802.1p priority
  * tags, delivered on the parent interface) and random PCP bits; copies on
  * VID 100 must never reach L4 on either side.  IPv4 ids and IPv6 ids are
@@ -81,12 +86,14 @@ enum kind {
 	K_ZERO,		/* no payload */
 	K_RESEND,	/* the whole datagram again */
 	K_NOISE,	/* copy on VLAN NOISE_VID, other bytes */
+	K_POD,		/* ends beyond 65535 bytes (ping of death) */
+	K_BADEND,	/* a last fragment with another end, or data past it */
 	K_NKINDS,
 };
 
 static const char *const kind_name[K_NKINDS] = {
 	"orig", "dup", "part", "in", "out", "ragged", "fix", "zero",
-	"resend", "noise",
+	"resend", "noise", "pod", "badend",
 };
 
 struct fr {
@@ -101,15 +108,17 @@ struct dg {
 	int src;		/* index into src4 / src6 */
 	uint32_t id;
 	uint32_t dlen;		/* UDP data */
-	uint32_t flen;		/* fragmentable part: UDP header + data */
+	uint32_t flen;		/* fragmentable part: [post] UDP header, data */
 	uint32_t hdr;		/* L3 header of the rebuilt datagram */
 	uint8_t ext[512];	/* IPv6 extension headers before Fragment */
 	uint32_t extlen;
+	uint32_t postlen;	/* IPv6 destination options after Fragment */
+	uint32_t optlen;	/* IPv4 options (NOPs) in the first fragment */
 	uint8_t nh0;		/* next header in the IPv6 header */
 	char extdesc[64];
 	const char *order, *tagmode;
 	char fsize[32];
-	uint8_t *l4;		/* flen bytes: UDP header and data */
+	uint8_t *l4;		/* flen bytes: [post], UDP header and data */
 	struct fr fr[MAX_DG_FR];	/* in this datagram's send order */
 	uint32_t nfr, norig, nmissing;
 	uint32_t kinds;		/* 1 << kind of every frame */
@@ -178,14 +187,24 @@ static void addr_of(const struct dg *d, uint8_t *s, uint8_t *t)
 static void build_l4(struct dg *d, uint64_t seed, uint32_t batch)
 {
 	uint8_t s[16], t[16], *p;
-	uint32_t sum = 0, l4len = d->flen, sport = XD_SPORT_BASE + d->idx;
+	uint32_t sum = 0, l4len = 8 + d->dlen, sport = XD_SPORT_BASE + d->idx;
 	uint16_t c;
 
-	p = d->l4 = calloc(1, l4len);
-	if (!p) {
+	d->l4 = calloc(1, d->flen);
+	if (!d->l4) {
 		perror("diffgen: calloc");
 		exit(1);
 	}
+	if (d->postlen) {
+		/* Destination options after the Fragment header: one
+		 * experimental "skip" option (or PadN) filling it. */
+		p = d->l4;
+		p[0] = 17;
+		p[1] = d->postlen / 8 - 1;
+		p[2] = d->postlen == 8 ? 1 : 0x1e;
+		p[3] = d->postlen - 4;
+	}
+	p = d->l4 + d->postlen;
 	xd_fill(p + 8, d->dlen, seed, batch, d->idx);
 	p[0] = sport >> 8;
 	p[1] = sport & 0xff;
@@ -258,17 +277,21 @@ static void gen_ext(struct dg *d)
 			       "%s%s%u", dl ? "," : "", names[e], len);
 	}
 	*nhp = 44;
-	if (!d->extlen)
+	if (chance(100)) {
+		d->postlen = 8 * (1 + rnd(4));
+		snprintf(d->extdesc + dl, sizeof(d->extdesc) - dl,
+			 "%sfrag,dst%u", dl ? "," : "", d->postlen);
+	} else if (!d->extlen) {
 		snprintf(d->extdesc, sizeof(d->extdesc), "-");
+	}
 }
 
 /* UDP data length: realistic sizes mostly, the extremes too. */
 static uint32_t gen_dlen(const struct dg *d)
 {
-	uint32_t maxd = d->fam == 4 ? 65535 - 20 - 8 : 65535 - d->extlen - 8;
+	uint32_t maxd = 65535 - d->hdr - d->postlen - 8 + (d->fam == 6 ? 40 : 0);
 	/* Around xfrag's delivery limit (README: Delivery, 3.) */
-	uint32_t edge = XFRAG_TC_MAX_LEN - 14 - (d->fam == 4 ? 20 :
-						 40 + d->extlen) - 8;
+	uint32_t edge = XFRAG_TC_MAX_LEN - 14 - d->hdr - d->postlen - 8;
 	uint32_t r = rnd(1000);
 
 	if (r < 60)
@@ -293,7 +316,7 @@ static uint32_t gen_dlen(const struct dg *d)
 /* The plan: original fragments in datagram order. */
 static uint32_t gen_plan(struct dg *d, struct fr *o)
 {
-	uint32_t l3 = d->fam == 4 ? 20 : 40 + d->extlen + 8;
+	uint32_t l3 = d->fam == 4 ? 20 + d->optlen : 40 + d->extlen + 8;
 	uint32_t smax = (MTU - l3) & ~7U, s, n = 0, off = 0, r = rnd(1000);
 	uint32_t smin = ((d->flen + MAX_ORIG - 1) / MAX_ORIG + 7) & ~7U;
 	int each = 0;
@@ -310,6 +333,9 @@ static uint32_t gen_plan(struct dg *d, struct fr *o)
 		snprintf(d->fsize, sizeof(d->fsize), "fixed%u", s);
 	} else if (r < 760) {
 		s = 8 * (1 + rnd(8));
+		/* Mostly within max-frags (64): more is a named difference. */
+		if (chance(600) && s < ((d->flen + 59) / 60 + 7) / 8 * 8)
+			s = ((d->flen + 59) / 60 + 7) / 8 * 8;
 		snprintf(d->fsize, sizeof(d->fsize), "tiny%u", s);
 	} else {
 		s = 0;
@@ -320,6 +346,8 @@ static uint32_t gen_plan(struct dg *d, struct fr *o)
 		s = smin;
 		snprintf(d->fsize, sizeof(d->fsize), "fixed%u", s);
 	}
+	if (s && s < d->postlen + 8 && !chance(100))
+		s = d->postlen + 8;
 	/* Two fragments at least (one in 2 %: IPv4 unfragmented, IPv6
 	 * atomic fragment). */
 	if (s >= d->flen && d->flen > 8 && !chance(20)) {
@@ -372,6 +400,13 @@ static void ins(struct dg *d, uint32_t pos, struct fr f)
 static uint32_t after(const struct dg *d, uint32_t pos)
 {
 	return pos + 1 + rnd(d->nfr - pos);
+}
+
+/* Where an extra made from the fragment at pos goes: after it, or (one in
+ * five) anywhere, so that it may come first. */
+static uint32_t extra_pos(const struct dg *d, uint32_t pos)
+{
+	return chance(200) ? rnd(d->nfr + 1) : after(d, pos);
 }
 
 /* A random original still in the list (its position), or -1. */
@@ -438,7 +473,7 @@ static void gen_mutations(struct dg *d)
 
 			f.kind = K_DUP;
 			f.corrupt = chance(500);
-			ins(d, after(d, p), f);
+			ins(d, extra_pos(d, p), f);
 		}
 	}
 	/* Partial overlap: starts inside one fragment, ends past it (or
@@ -453,11 +488,11 @@ static void gen_mutations(struct dg *d)
 			if (t > d->flen)
 				t = d->flen;
 			if (s > f.off || t < d->flen)
-				ins(d, after(d, p), extra(d, s, t, K_PART));
+				ins(d, extra_pos(d, p), extra(d, s, t, K_PART));
 		} else if (f.off >= 8 && f.len >= 16) {
 			s = f.off - 8 * (1 + rnd(f.off / 8 < 4 ? f.off / 8 : 4));
 			t = f.off + 8 * (1 + rnd(f.len / 8 - 1));
-			ins(d, after(d, p), extra(d, s, t, K_PART));
+			ins(d, extra_pos(d, p), extra(d, s, t, K_PART));
 		}
 	}
 	/* Contained: inside one fragment, not all of it. */
@@ -474,7 +509,7 @@ static void gen_mutations(struct dg *d)
 			e = f.off + f.len;
 		if (e > s && !(s == f.off && e == f.off + f.len) &&
 		    ((e - s) % 8 == 0 || e == d->flen))
-			ins(d, after(d, p), extra(d, s, e, K_IN));
+			ins(d, extra_pos(d, p), extra(d, s, e, K_IN));
 	}
 	/* Containing: all of one fragment and more. */
 	if (chance(30) && (p = pick_orig(d)) >= 0) {
@@ -486,7 +521,7 @@ static void gen_mutations(struct dg *d)
 		if (e < d->flen)
 			e = e + 8 * fwd > d->flen ? d->flen : e + 8 * fwd;
 		if (s != f.off || e != f.off + f.len)
-			ins(d, after(d, p), extra(d, s, e, K_OUT));
+			ins(d, extra_pos(d, p), extra(d, s, e, K_OUT));
 	}
 	/* Zero-length fragment. */
 	if (chance(20) && (p = pick_orig(d)) >= 0) {
@@ -494,6 +529,34 @@ static void gen_mutations(struct dg *d)
 
 		z.mf = 1;
 		ins(d, rnd(d->nfr + 1), z);
+	}
+	/* Ping of death: a fragment ending beyond 65535 bytes. */
+	if (chance(10)) {
+		uint32_t off = 65528 - 8 * rnd(4);
+		struct fr f = { .off = off, .len = 16 + 8 * rnd(6),
+				.mf = chance(500), .kind = K_POD,
+				.corrupt = 1, .tci = -1 };
+
+		ins(d, rnd(d->nfr + 1), f);
+	}
+	/* A last fragment with another end, or data past the end. */
+	if (chance(20) && (p = pick_orig(d)) >= 0) {
+		struct fr f = d->fr[p];
+
+		f.kind = K_BADEND;
+		f.corrupt = 1;
+		if (!f.mf) {
+			if (f.len > 8 && chance(500))
+				f.len -= 8;
+			else
+				f.len += 8;
+		} else if (chance(500)) {
+			f.mf = 0;
+		} else {
+			f.off = d->flen & ~7U;
+			f.len = 16;
+		}
+		ins(d, extra_pos(d, p), f);
 	}
 	/* The same fragments on another VLAN, other bytes: never delivered. */
 	if (chance(40)) {
@@ -570,7 +633,7 @@ static void gen_tags(struct dg *d)
 		return;
 	d->tagmode = r < 850 ? "vid0" : "mixed";
 	for (uint32_t i = 0; i < d->nfr; i++) {
-		if (r >= 850 && chance(500))
+		if (d->fr[i].kind == K_NOISE || (r >= 850 && chance(500)))
 			continue;
 		d->fr[i].tci = (int32_t)(rnd(8) << 13);	/* PCP, VID 0 */
 		d->tagged = 1;
@@ -588,13 +651,17 @@ static void gen_dgram(struct batch *bt, struct dg *d, uint32_t idx,
 	d->src = rnd(2);
 	d->id = d->fam == 4 ? (uint32_t)((idbase + idx) & 0xffff) :
 			      (uint32_t)((idbase >> 16) + idx);
-	if (d->fam == 6)
+	if (d->fam == 6) {
 		gen_ext(d);
-	else
+	} else if (chance(150)) {
+		d->optlen = 4 * (1 + rnd(10));
+		snprintf(d->extdesc, sizeof(d->extdesc), "opt%u", d->optlen);
+	} else {
 		snprintf(d->extdesc, sizeof(d->extdesc), "-");
+	}
+	d->hdr = d->fam == 4 ? 20 + d->optlen : 40 + d->extlen;
 	d->dlen = gen_dlen(d);
-	d->flen = 8 + d->dlen;
-	d->hdr = d->fam == 4 ? 20 : 40 + d->extlen;
+	d->flen = d->postlen + 8 + d->dlen;
 	build_l4(d, bt->seed, bt->b);
 	d->norig = gen_plan(d, o);
 	memcpy(d->fr, o, d->norig * sizeof(o[0]));
@@ -782,13 +849,15 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 		*p++ = r->tci & 0xff;
 	}
 	if (d->fam == 4) {
-		uint32_t tot = 20 + r->len;
+		uint32_t opt = r->off ? 0 : d->optlen, hl = 20 + opt;
+		uint32_t tot = hl + r->len;
 		uint16_t fo = (r->off >> 3) | (r->mf ? 0x2000 : 0), c;
 
 		*p++ = 0x08;
 		*p++ = 0x00;
 		memset(p, 0, 20);
-		p[0] = 0x45;
+		memset(p + 20, 1, opt);		/* NOP options */
+		p[0] = 0x40 | (hl / 4);
 		p[2] = tot >> 8;
 		p[3] = tot & 0xff;
 		p[4] = d->id >> 8;
@@ -799,10 +868,10 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 		p[9] = 17;
 		memcpy(p + 12, s, 4);
 		memcpy(p + 16, t, 4);
-		c = csum_fold(csum_add(0, p, 20));
+		c = csum_fold(csum_add(0, p, hl));
 		p[10] = c >> 8;
 		p[11] = c & 0xff;
-		p += 20;
+		p += hl;
 	} else {
 		uint32_t plen = d->extlen + 8 + r->len;
 		uint16_t fo = (r->off & ~7U) | (r->mf ? 1 : 0);
@@ -820,7 +889,7 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 		p += 40;
 		memcpy(p, d->ext, d->extlen);
 		p += d->extlen;
-		p[0] = 17;
+		p[0] = d->postlen ? 60 : 17;
 		p[1] = 0;
 		p[2] = fo >> 8;
 		p[3] = fo & 0xff;
@@ -831,10 +900,15 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 		p += 8;
 	}
 	for (uint32_t i = 0; i < r->len; i++) {
-		uint32_t o = r->off + i;
-		uint8_t v = o < d->flen ? d->l4[o] : 0;
+		uint32_t o = r->off + i, q = o;
 
-		p[i] = r->corrupt ? (uint8_t)(v ^ 0xa5) : v;
+		/* Other bytes, same checksum: the two 16-bit words of every
+		 * 4-byte group swapped (one's complement sums commute), the
+		 * headers before the UDP data left alone.  A copy that wins
+		 * reaches the socket, and its bytes tell which one won. */
+		if (r->corrupt && o >= d->postlen + 8)
+			q = o ^ 2;
+		p[i] = q < d->flen ? d->l4[q] : 0;
 	}
 	return (size_t)(p - buf) + r->len;
 }
@@ -1111,16 +1185,45 @@ static int has_v6_ragged(const struct dg *d)
 	return 0;
 }
 
+/*
+ * Does the first frame of d that xfrag sees tell it that d is beyond the
+ * delivery limit (README, Delivery 3: the UDP length of a first fragment,
+ * or an end beyond the limit)?  Frames on another VLAN and zero-length
+ * ones are not it.  Only meaningful for a datagram with no extras (an
+ * extra may discard what xfrag holds and start it over).
+ */
+static int first_tells_size(const struct dg *d)
+{
+	for (uint32_t i = 0; i < d->nfr; i++) {
+		const struct fr *f = &d->fr[i];
+		uint32_t l3 = f->tci >= 0 ? 18 : 14, len = f->len;
+
+		if ((f->tci >= 0 && (f->tci & 0xfff)) || !f->len)
+			continue;
+		/* an IPv6 first fragment without the header chain: dropped */
+		if (d->fam == 6 && f->off == 0 && f->len < d->postlen + 8)
+			continue;
+		if (f->mf && d->fam == 4)
+			len &= ~7U;
+		if (f->off == 0 && len >= 8)
+			return 1;
+		return l3 + (d->fam == 4 ? 20 : d->hdr) + f->off + len >
+		       XFRAG_TC_MAX_LEN;
+	}
+	return 0;
+}
+
 static int cat_applies(int c, const struct dg *d)
 {
 	uint32_t big = l3off_of(d) + d->hdr + d->flen > XFRAG_TC_MAX_LEN;
+	uint32_t extras = d->kinds & ~(1U << K_ORIG | 1U << K_NOISE);
 	uint32_t pieces = 0;
 
 	switch (c) {
 	case C_OVERSIZE:
-		return big;
+		return big && (extras || !first_tells_size(d));
 	case C_PASS_DUP:
-		return big && (d->kinds & ~(1U << K_ORIG | 1U << K_NOISE));
+		return big && extras;
 	case C_CONTAINED:
 		return has_contained(d);
 	case C_V6_BAD_LEN:
