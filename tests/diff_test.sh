@@ -9,7 +9,7 @@
 #                      [--cpu C] [--keep]
 #
 # --seed S     replay seed S exactly (default: one from the date, printed)
-# --batches N  batches to run (default 30; --long: 400)
+# --batches N  batches to run (default 20; --long: 400)
 # --from B     first batch index (replay of one batch: --from B --batches 1)
 # --cpu C      the CPU the sender is pinned to (default 0): on veth the
 #              receivers run where the sender runs, and xfrag is per CPU
@@ -35,7 +35,7 @@ XD_DIR=$(cd "$(dirname "$0")" && pwd)
 
 B=$XF_BUILD
 SEED=""
-BATCHES=30
+BATCHES=20
 FROM=0
 CPU=0
 KEEP=0
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
 	   exit 2 ;;
 	esac
 done
-[ "$LONG" = 1 ] && [ "$BATCHES" = 30 ] && BATCHES=400
+[ "$LONG" = 1 ] && [ "$BATCHES" = 20 ] && BATCHES=400
 [ -n "$SEED" ] || SEED=$(date +%Y%m%d%H%M%S)
 
 SND=xd-snd
@@ -290,6 +290,7 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 		--xrecv "$TMP/x.log" --krecv "$TMP/k.log" \
 		--xstats0 "$TMP/s0" --xstats1 "$TMP/s1")
 	grep '^FAIL' <<<"$res"
+	[ "${XD_VERBOSE:-0}" = 1 ] && sed -n "s/^note /note batch $b: /p" <<<"$res"
 	NFAIL=$((NFAIL + $(grep -c '^FAIL' <<<"$res")))
 	grep '^cat ' <<<"$res" >>"$TMP/cats"
 	read -r _ n _ f _ x _ k < <(grep '^sent ' <<<"$res")
