@@ -85,27 +85,36 @@ static inline void xd_fill(uint8_t *d, uint32_t len, uint64_t seed,
 }
 
 /*
- * 1 when d (len bytes) is exactly what datagram (batch, idx) of that length
- * carries.  A datagram under XD_TAG_LEN bytes has no tag: its length is checked
- * against the manifest by the checker.
+ * What d (len bytes) is for datagram (batch, idx): XD_OK, exactly its
+ * bytes; XD_OTHER, made only of bytes that were sent for it: every whole
+ * 4-byte group of the data either as it is or with its two 16-bit words
+ * swapped (the "other bytes" copies of diffgen, same UDP checksum), the
+ * rest as it is; XD_CORRUPT, anything else.
  */
-static inline int xd_verify(const uint8_t *d, uint32_t len, uint64_t seed,
-			    uint32_t batch, uint32_t idx)
-{
-	uint64_t key = xd_dkey(seed, batch, idx);
-	uint32_t i = 0;
+enum { XD_OK = 0, XD_OTHER, XD_CORRUPT };
 
-	if (len >= XD_TAG_LEN) {
-		if (xd_get32(d) != XD_MAGIC || xd_get32(d + 4) != (uint32_t)seed ||
-		    xd_get32(d + 8) != batch || xd_get32(d + 12) != idx ||
-		    xd_get32(d + 16) != len)
-			return 0;
-		i = XD_TAG_LEN;
+static inline int xd_classify(const uint8_t *d, uint32_t len, uint64_t seed,
+			      uint32_t batch, uint32_t idx, uint8_t *scratch)
+{
+	int other = 0;
+
+	xd_fill(scratch, len, seed, batch, idx);
+	for (uint32_t i = 0; i < len; i += 4) {
+		const uint8_t *a = d + i, *b = scratch + i;
+
+		if (i + 4 > len) {
+			if (memcmp(a, b, len - i))
+				return XD_CORRUPT;
+			break;
+		}
+		if (!memcmp(a, b, 4))
+			continue;
+		if (a[0] == b[2] && a[1] == b[3] && a[2] == b[0] && a[3] == b[1])
+			other = 1;
+		else
+			return XD_CORRUPT;
 	}
-	for (; i < len; i++)
-		if (d[i] != xd_byte(key, i))
-			return 0;
-	return 1;
+	return other ? XD_OTHER : XD_OK;
 }
 
 /* FNV-1a, 64 bits: names the bytes of a delivered datagram. */

@@ -6,12 +6,14 @@
  * records every datagram that reaches L4, one line each:
  *
  *   begin B                      marker: batch B starts
- *   d B IDX LEN ok|corrupt HASH FAM DST
+ *   d B IDX LEN ok|other|corrupt HASH FAM DST
  *   end B                        marker: everything of batch B was delivered
  *
  * IDX comes from the source port (diffcommon.h), LEN is the UDP data
  * length, ok means the bytes are exactly those of datagram (B, IDX) of that
- * length, re-derived from the seed; HASH (FNV-1a 64) names the bytes so
+ * length, re-derived from the seed, other that they were all sent for it
+ * but some in the "other bytes" copies, corrupt that some never were
+ * (xd_classify); HASH (FNV-1a 64) names the bytes so
  * that two receivers can be compared even when they are not ok; FAM is 4
  * or 6, DST the destination address it was sent to.  A datagram whose
  * source port names no index gets IDX -1.
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static uint8_t buf[65536];
+	static uint8_t buf[65536], scratch[65536];
 	unsigned long long seed = 0;
 	int have_seed = 0, port = XD_PORT, fd, c, off = 0, on = 1, rcvbuf;
 	long batch = -1;
@@ -183,11 +185,13 @@ int main(int argc, char **argv)
 		idx = (sport >= XD_SPORT_BASE &&
 		       sport < XD_SPORT_BASE + XD_MAX_DGRAMS) ?
 			      (long)(sport - XD_SPORT_BASE) : -1;
-		ok = idx >= 0 && batch >= 0 &&
-		     xd_verify(buf, (uint32_t)n, seed, (uint32_t)batch,
-			       (uint32_t)idx);
+		ok = idx >= 0 && batch >= 0 ?
+			     xd_classify(buf, (uint32_t)n, seed,
+					 (uint32_t)batch, (uint32_t)idx,
+					 scratch) : XD_CORRUPT;
 		fprintf(f, "d %ld %ld %zd %s %016llx %d %s\n", batch, idx, n,
-			ok ? "ok" : "corrupt",
+			ok == XD_OK ? "ok" : ok == XD_OTHER ? "other" :
+							      "corrupt",
 			(unsigned long long)xd_hash(buf, (uint32_t)n), fam, dst);
 	}
 	fclose(f);
