@@ -9,7 +9,7 @@
 #                      [--cpu C] [--keep]
 #
 # --seed S     replay seed S exactly (default: one from the date, printed)
-# --batches N  batches to run (default 20; --long: 400)
+# --batches N  batches to run (default 16; --long: 400)
 # --from B     first batch index (replay of one batch: --from B --batches 1)
 # --cpu C      the CPU the sender is pinned to (default 0): on veth the
 #              receivers run where the sender runs, and xfrag is per CPU
@@ -36,7 +36,7 @@ XD_DIR=$(cd "$(dirname "$0")" && pwd)
 
 B=$XF_BUILD
 SEED=""
-BATCHES=20
+BATCHES=16
 FROM=0
 CPU=0
 KEEP=0
@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
 	   exit 2 ;;
 	esac
 done
-[ "$LONG" = 1 ] && [ "$BATCHES" = 20 ] && BATCHES=400
+[ "$LONG" = 1 ] && [ "$BATCHES" = 16 ] && BATCHES=400
 [ -n "$SEED" ] || SEED=$(date +%Y%m%d%H%M%S)
 
 SND=xd-snd
