@@ -94,7 +94,7 @@ cleanup() {
 		in_ns $XNS "$B/xfrag" detach $XIF >/dev/null 2>&1
 	fi
 	for ns in $SND $XNS $KNS; do
-		ip netns del $ns 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
 	done
 	# Pins left by a failed detach belong to our xdx0, gone now.
 	[ -d /sys/fs/bpf/xfrag/$XIF ] && rm -rf /sys/fs/bpf/xfrag/$XIF
@@ -294,7 +294,11 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 	res=$("$TMP/diffgen" --seed "$SEED" --batch $b --check \
 		--xrecv "$TMP/x.log" --krecv "$TMP/k.log" \
 		--xstats0 "$TMP/s0" --xstats1 "$TMP/s1")
+	rc=$?
 	grep '^FAIL' <<<"$res"
+	if [ $rc -ne 0 ] && ! grep -q '^FAIL' <<<"$res"; then
+		fail "diff-seed-$SEED-batch-$b" "checker exited $rc without a FAIL line"
+	fi
 	[ "${XD_VERBOSE:-0}" = 1 ] && sed -n "s/^note /note batch $b: /p" <<<"$res"
 	NFAIL=$((NFAIL + $(grep -c '^FAIL' <<<"$res")))
 	grep '^cat ' <<<"$res" >>"$TMP/cats"
