@@ -26,9 +26,11 @@ USER_SRC := $(wildcard user/*.c)
 USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
 TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
-	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink
+	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
+	     $(OUT)/diffrecv
 
-.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz fuzz-bin
+.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz \
+	fuzz-bin fuzz-diff
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
 
@@ -60,6 +62,14 @@ $(OUT)/fragsend: tests/fragsend.c
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
 $(OUT)/udpcheck: tests/udpcheck.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(OUT)/diffgen: tests/diffgen.c tests/diffcommon.h include/xfrag.h | $(OUT)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(OUT)/diffrecv: tests/diffrecv.c tests/diffcommon.h | $(OUT)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
@@ -143,6 +153,12 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/run.sh
+
+# make fuzz-diff [SEED=S] [BATCHES=N]: the long differential test
+fuzz-diff: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/diff_test.sh --long $(if $(SEED),--seed $(SEED)) \
+		$(if $(BATCHES),--batches $(BATCHES))
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
