@@ -1122,7 +1122,6 @@ static long long stat_of(const char *path, const char *key)
  */
 enum cat {
 	C_OVERSIZE,	/* beyond the delivery limit, learned too late */
-	C_PASS_DUP,	/* pass-through record freed early by a duplicate */
 	C_CONTAINED,	/* a fragment inside data held: RFC 5722 overlap */
 	C_V6_BAD_LEN,	/* IPv6 non-last fragment not 8k: datagram dropped */
 	C_TOO_MANY,	/* more than max-frags fragments */
@@ -1134,12 +1133,12 @@ enum cat {
 };
 
 static const char *const cat_name[C_NCATS] = {
-	"oversize_late", "pass_record_freed_early", "contained_overlap",
+	"oversize_late", "contained_overlap",
 	"v6_bad_len", "too_many_frags", "v6_too_long_discards",
 	"v4_too_long_not_queued", "contained_overlap_restart",
 };
 static const char *const cat_counter[C_NCATS] = {
-	"frag_oversize", "frag_timeout", "frag_overlap", "frag_bad_len",
+	"frag_oversize", "frag_overlap", "frag_bad_len",
 	"frag_too_many", "frag_too_long", "frag_too_long", "frag_overlap",
 };
 
@@ -1241,8 +1240,6 @@ static int cat_applies(int c, const struct dg *d)
 	switch (c) {
 	case C_OVERSIZE:
 		return big && (extras || !first_passes(d));
-	case C_PASS_DUP:
-		return big && extras;
 	case C_CONTAINED:
 		return has_contained(d);
 	case C_V6_BAD_LEN:
