@@ -71,20 +71,27 @@ xf_cleanup() {
 }
 
 # Create namespaces, veth pair, addresses and static neighbours.
+#
+# XF_QUEUES=N gives the veth pair N queues (a frame sent on CPU n is then
+# received by queue n's NAPI on CPU n, as RSS keeps a flow on one CPU);
+# XF_FRAGTIME sets the receiver kernel's fragment time-out (default 30 s).
 xf_setup() {
+	local q=${XF_QUEUES:-1}
+
 	xf_cleanup
 	XF_TMP=$(mktemp -d /tmp/xfrag-ns.XXXXXX) || return 1
 	ip netns add "$XF_SND" || return 1
 	ip netns add "$XF_RCV" || return 1
 	ip link add "$XF_SIF" netns "$XF_SND" address "$XF_SMAC" mtu 1500 \
-		type veth peer name "$XF_RIF" netns "$XF_RCV" \
-		address "$XF_RMAC" mtu 1500 || return 1
+		numtxqueues "$q" numrxqueues "$q" type veth peer name "$XF_RIF" \
+		netns "$XF_RCV" address "$XF_RMAC" mtu 1500 \
+		numtxqueues "$q" numrxqueues "$q" || return 1
 	xf_snd ip link set lo up || return 1
 	xf_rcv ip link set lo up || return 1
 	xf_snd sysctl -qw net.ipv6.conf."$XF_SIF".accept_dad=0
 	xf_rcv sysctl -qw net.ipv6.conf."$XF_RIF".accept_dad=0
-	xf_rcv sysctl -qw net.ipv4.ipfrag_time=30 || return 1
-	xf_rcv sysctl -qw net.ipv6.ip6frag_time=30 || return 1
+	xf_rcv sysctl -qw net.ipv4.ipfrag_time="${XF_FRAGTIME:-30}" || return 1
+	xf_rcv sysctl -qw net.ipv6.ip6frag_time="${XF_FRAGTIME:-30}" || return 1
 	xf_snd ip addr add "$XF_S4"/24 dev "$XF_SIF" || return 1
 	xf_snd ip addr add "$XF_S6"/64 dev "$XF_SIF" nodad || return 1
 	xf_rcv ip addr add "$XF_R4"/24 dev "$XF_RIF" || return 1

@@ -23,50 +23,18 @@ XF_R4=10.98.0.2
 XF_S6=fd98::1
 XF_R6=fd98::2
 
-# Like xf_setup, but the veth pair has a queue per CPU: a frame sent on
-# CPU n goes to queue n (AF_PACKET picks the sender's CPU's queue) and is
+# xf_setup with a queue per CPU on the veth pair: a frame sent on CPU n
+# goes to queue n (AF_PACKET picks the sender's CPU's queue) and is
 # received by that queue's NAPI on CPU n, as RSS would keep a flow on one
 # CPU.  With one queue, the NAPI of two senders on two CPUs moves between
-# them and splits datagrams across xfrag's per-CPU tables.
+# them and splits datagrams across xfrag's per-CPU tables.  Fragments
+# xfrag hands on (none expected) leave the kernel quickly.
 soak_setup() {
 	local nq
 
 	nq=$(nproc)
 	[ "$nq" -ge 2 ] || nq=2
-	xf_cleanup
-	ip netns add "$XF_SND" || return 1
-	ip netns add "$XF_RCV" || return 1
-	ip link add "$XF_SIF" netns "$XF_SND" address "$XF_SMAC" mtu 1500 \
-		numtxqueues "$nq" numrxqueues "$nq" type veth peer name "$XF_RIF" \
-		netns "$XF_RCV" address "$XF_RMAC" mtu 1500 \
-		numtxqueues "$nq" numrxqueues "$nq" || return 1
-	xf_snd ip link set lo up || return 1
-	xf_rcv ip link set lo up || return 1
-	xf_snd sysctl -qw net.ipv6.conf."$XF_SIF".accept_dad=0
-	xf_rcv sysctl -qw net.ipv6.conf."$XF_RIF".accept_dad=0
-	# Fragments xfrag hands on (none expected) leave the kernel quickly.
-	xf_rcv sysctl -qw net.ipv4.ipfrag_time=2 || return 1
-	xf_rcv sysctl -qw net.ipv6.ip6frag_time=2 || return 1
-	xf_snd ip addr add "$XF_S4"/24 dev "$XF_SIF" || return 1
-	xf_snd ip addr add "$XF_S6"/64 dev "$XF_SIF" nodad || return 1
-	xf_rcv ip addr add "$XF_R4"/24 dev "$XF_RIF" || return 1
-	xf_rcv ip addr add "$XF_R6"/64 dev "$XF_RIF" nodad || return 1
-	xf_snd ip link set "$XF_SIF" up || return 1
-	xf_rcv ip link set "$XF_RIF" up || return 1
-	xf_snd ip neigh replace "$XF_R4" lladdr "$XF_RMAC" nud permanent \
-		dev "$XF_SIF" || return 1
-	xf_snd ip neigh replace "$XF_R6" lladdr "$XF_RMAC" nud permanent \
-		dev "$XF_SIF" || return 1
-	xf_rcv ip neigh replace "$XF_S4" lladdr "$XF_SMAC" nud permanent \
-		dev "$XF_RIF" || return 1
-	xf_rcv ip neigh replace "$XF_S6" lladdr "$XF_SMAC" nud permanent \
-		dev "$XF_RIF" || return 1
-	for _ in $(seq 50); do
-		xf_rcv ip link show "$XF_RIF" | grep -q LOWER_UP && return 0
-		sleep 0.1
-	done
-	echo "soak: $XF_RIF has no carrier" >&2
-	return 1
+	XF_QUEUES=$nq XF_FRAGTIME=2 xf_setup
 }
 
 case "${1:-}" in
