@@ -96,7 +96,11 @@ static long xfrag_victim_one(__u32 i, void *data)
 		else
 			score = xfrag_score(x->rcvd, x->nfrags, x->max_end,
 					    (x->flags & XFRAG_F_LAST_SEEN) ?
-					    x->end : 0, x->ooo);
+					    x->end : 0, warm ? 0 : x->ooo);
+		/* Out-of-sequence arrivals count against a way only once
+		 * it stalls: a warm datagram arriving in random order is
+		 * progressing (the soak's Rose phase with 16000-byte random
+		 * datagrams: 51 % delivered with the penalty, 83 % without). */
 	}
 	if (vc->best < 0 || warm < vc->best_warm ||
 	    (warm == vc->best_warm &&
@@ -279,8 +283,7 @@ static __always_inline int xfrag_make_room(struct xfrag_config *cfg,
 	score = xfrag_score(w->rcvd + p->len, w->nfrags + 1,
 			    end > w->max_end ? end : w->max_end,
 			    !p->more ? end :
-			    (w->flags & XFRAG_F_LAST_SEEN) ? w->end : 0,
-			    w->ooo + (p->offset != w->max_end));
+			    (w->flags & XFRAG_F_LAST_SEEN) ? w->end : 0, 0);
 	for (__u32 k = 0; k < XFRAG_ROOM_EVICT; k++) {
 		if (st->mem_in_flight + need <= low ||
 		    xfrag_evict(base, cur, policy, warm_ms, score) < 0)
