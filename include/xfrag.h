@@ -261,8 +261,9 @@ struct xfrag_pcpu {
  *
  * Invariants (summed over CPUs):
  *   reasm_reqds == sum of all frag_* outcome counters + frags_in_flight
- *   reasm_oks   == deliver_xdp + deliver_tc + deliver_replay + deliver_err
- *                  + handoff_lost + handoff_pending
+ *   reasm_oks   == sum of all deliver_* counters + handoff_lost
+ *                  + handoff_pending
+ * Checkers sum by name prefix, so a new outcome counter joins its sum.
  */
 #define XFRAG_COUNTERS(X)						\
 	X(reasm_reqds, C, "fragments received (IpReasmReqds)")		\

@@ -170,9 +170,8 @@ def invariants(x):
     fsum = sum(v for k, v in x.items() if k.startswith("frag_"))
     if x["reasm_reqds"] != fsum + x["frags_in_flight"]:
         return "reasm_reqds != sum(frag_*) + frags_in_flight"
-    d = sum(x[k] for k in ("deliver_xdp", "deliver_tc", "deliver_replay",
-                           "deliver_err",
-                           "handoff_lost", "handoff_pending"))
+    d = x["handoff_lost"] + x["handoff_pending"] + sum(
+        v for k, v in x.items() if k.startswith("deliver_"))
     if x["reasm_oks"] != d:
         return "reasm_oks != deliveries"
     return None

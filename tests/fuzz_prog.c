@@ -495,9 +495,12 @@ static const char *invariant_error(const struct run *r, const struct snap *s)
 	static char msg[512];
 	__u64 frag = 0, oks;
 
+	oks = V(s, handoff_lost) + V(s, handoff_pending);
 	for (int i = 0; i < C_NUM; i++) {
 		if (!strncmp(cname[i], "frag_", 5))
 			frag += s->v[i];
+		if (!strncmp(cname[i], "deliver_", 8))
+			oks += s->v[i];
 		if (ckind[i] == 'G' && s->v[i] >> 62) {
 			snprintf(msg, sizeof(msg), "gauge %s negative (%lld)",
 				 cname[i], (long long)s->v[i]);
@@ -505,8 +508,6 @@ static const char *invariant_error(const struct run *r, const struct snap *s)
 		}
 	}
 	frag += V(s, frags_in_flight);
-	oks = V(s, deliver_xdp) + V(s, deliver_tc) + V(s, deliver_err) +
-	      V(s, handoff_lost) + V(s, handoff_pending);
 #define CHECK(cond, ...)						\
 	do {								\
 		if (!(cond)) {						\

@@ -175,6 +175,7 @@ xf_invariants() {
 	awk '
 	{ v[$1] = $2 }
 	$1 ~ /^frag_/ { fsum += $2 }
+	$1 ~ /^deliver_/ { dsum += $2 }
 	END {
 		need = "reasm_reqds reasm_oks frags_in_flight deliver_xdp"
 		need = need " deliver_tc deliver_replay deliver_err handoff_lost handoff_pending"
@@ -189,12 +190,10 @@ xf_invariants() {
 			       v["reasm_reqds"], fsum, v["frags_in_flight"]
 			exit 1
 		}
-		d = v["deliver_xdp"] + v["deliver_tc"] + v["deliver_replay"]
-		d += v["deliver_err"] + v["handoff_lost"] + v["handoff_pending"]
+		d = dsum + v["handoff_lost"] + v["handoff_pending"]
 		if (v["reasm_oks"] != d) {
-			printf "reasm_oks %s != deliver_xdp %s + deliver_tc %s + deliver_replay %s + deliver_err %s + handoff_lost %s + handoff_pending %s\n",
-			       v["reasm_oks"], v["deliver_xdp"], v["deliver_tc"],
-			       v["deliver_replay"], v["deliver_err"], v["handoff_lost"],
+			printf "reasm_oks %s != sum(deliver_*) %s + handoff_lost %s + handoff_pending %s\n",
+			       v["reasm_oks"], dsum, v["handoff_lost"],
 			       v["handoff_pending"]
 			exit 1
 		}

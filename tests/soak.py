@@ -56,8 +56,6 @@ SIZES = [2944, 4416, 16000]
 ORDERS = ["inorder", "random"]
 GAUGES = ["frags_in_flight", "dgrams_in_flight", "handoff_pending",
           "bytes_in_flight", "mem_in_flight"]
-DELIVER = ["deliver_xdp", "deliver_tc", "deliver_err", "handoff_lost",
-           "handoff_pending"]
 PHASE_COUNTERS = ["reasm_oks", "reasm_evicted", "reasm_timeout",
                   "frag_nomem", "frag_refused", "frag_overlap", "frag_dup",
                   "frag_too_many", "frag_evicted"]
@@ -83,7 +81,9 @@ def inv_diffs(st):
     frags = sum(v for k, v in st.items()
                 if k.startswith("frag_") and isinstance(v, int))
     d1 = st["reasm_reqds"] - frags - st["frags_in_flight"]
-    d2 = st["reasm_oks"] - sum(st[k] for k in DELIVER)
+    d2 = st["reasm_oks"] - st["handoff_lost"] - st["handoff_pending"] - sum(
+        v for k, v in st.items()
+        if k.startswith("deliver_") and isinstance(v, int))
     return d1, d2
 
 
