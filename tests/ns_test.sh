@@ -121,52 +121,36 @@ udp_xfer() {
 
 # UDP through the kernel's own fragmentation.
 udp_kernel() {
-	local dst=$1 size=$2 count=$3 v6=0
+	local dst=$1 size=$2 count=$3 v6=0 k=Ip
 
-	case $dst in *:*) v6=1 ;; esac
+	case $dst in *:*) v6=1 k=Ip6 ;; esac
 	udp_xfer "$dst" "$size" "$count" || return
 	if ! xf; then
-		if [ "$v6" = 1 ]; then
-			expect "kernel Ip6ReasmOKs delta" -ge "$count" \
-				"$(kd Ip6ReasmOKs)"
-		else
-			expect "kernel IpReasmOKs delta" -ge "$count" \
-				"$(kd IpReasmOKs)"
-		fi
+		expect "kernel ${k}ReasmOKs delta" -ge "$count" "$(kd ${k}ReasmOKs)"
 		return
 	fi
-	if [ "$size" -gt 65000 ] && [ "$MODE" = native ]; then
-		# Beyond one skb: reassembled by xfrag, then replayed to the
-		# kernel as a complete set of fragments, which it rebuilds.
-		expect "deliver_replay delta" -eq "$count" "$(sd deliver_replay)"
-		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
-		expect "pass_dgrams delta" -eq 0 "$(sd pass_dgrams)"
-		if [ "$v6" = 1 ]; then
-			expect "kernel Ip6ReasmOKs delta" -eq "$count" "$(kd Ip6ReasmOKs)"
+	if [ "$size" -gt 65000 ]; then
+		if [ "$MODE" = native ]; then
+			# Beyond one skb: reassembled by xfrag, then replayed
+			# to the kernel as a complete set of fragments.
+			expect "deliver_replay delta" -eq "$count" \
+				"$(sd deliver_replay)"
+			expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
+			expect "pass_dgrams delta" -eq 0 "$(sd pass_dgrams)"
 		else
-			expect "kernel IpReasmOKs delta" -eq "$count" "$(kd IpReasmOKs)"
+			# skb mode: passed through to the kernel untouched.
+			expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
+			expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
+			expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
 		fi
-		return
-	fi
-	if [ "$v6" = 1 ] && [ "$size" -gt 65000 ]; then
-		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
-		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
-		expect "kernel Ip6ReasmOKs delta" -eq "$count" "$(kd Ip6ReasmOKs)"
-		expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
+		# Either way the kernel rebuilds each datagram.
+		expect "kernel ${k}ReasmOKs delta" -eq "$count" "$(kd ${k}ReasmOKs)"
 		return
 	fi
 	if [ "$v6" = 1 ]; then
 		expect "kernel Ip6ReasmReqds delta" -eq 0 "$(kd Ip6ReasmReqds)"
 		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
 		expect "ip6_oks delta" -eq "$count" "$(sd ip6_oks)"
-		return
-	fi
-	if [ "$size" -gt 65000 ]; then
-		# Beyond what TC can rebuild, in skb mode: passed through.
-		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
-		expect "frag_passed delta" -gt 0 "$(sd frag_passed)"
-		expect "kernel IpReasmOKs delta" -eq "$count" "$(kd IpReasmOKs)"
-		expect "reasm_oks delta" -eq 0 "$(sd reasm_oks)"
 		return
 	fi
 	expect_xfrag_reasm "$count"
