@@ -30,7 +30,7 @@ TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/diffrecv
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz \
-	fuzz-bin fuzz-diff
+	fuzz-bin fuzz-diff test-vm
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
 
@@ -153,6 +153,13 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/run.sh
+
+# make test-vm [KERNEL=6.1|6.12] [SUITES="unit ns ..."]: the suites inside a
+# qemu guest on Debian 12's own kernel (tests/vm.sh).
+test-vm: deps
+	$(Q)scripts/deps.sh vm
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)KERNEL=$(or $(KERNEL),6.1) SUITES="$(SUITES)" tests/vm.sh
 
 # make fuzz-diff [SEED=S] [BATCHES=N]: the long differential test
 fuzz-diff: deps
