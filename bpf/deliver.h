@@ -16,51 +16,75 @@
  * budget is checked first, so the loop cannot run out half-way; should a
  * copy fail anyway, the pieces taken so far stay recorded in the way and
  * the caller's discard gives them back.
+ *
+ * One bpf_loop iteration a piece.  Each iteration works out its piece
+ * from its index alone (piece k starts k chunks in), so nothing the
+ * verifier must follow is carried from one iteration to the next: a
+ * `left -= plen` loop is not tracked as shrinking by the 6.1 verifier,
+ * which then walks every length and gives up.
  */
-/*
- * A global function: the verifier checks it once on its own, not once per
- * path of its caller.
- */
+struct xfrag_store_ctx {
+	struct xdp_md *ctx;
+	struct xfrag_way *w;
+	__u64 poff, offset, len;
+	int err;
+};
+
+static long xfrag_store_one(__u32 k, void *data)
+{
+	struct xfrag_store_ctx *sc = data;
+	struct xfrag_way *w = sc->w;
+	__u64 done = (__u64)k * XFRAG_CHUNK, plen;
+	struct xfrag_chunk *c;
+	__u32 d, idx;
+	long ci;
+
+	if (k >= XFRAG_MAX_DESC || done >= sc->len)
+		return 1;
+	/* 1 to XFRAG_CHUNK bytes, written so that the verifier sees the
+	 * lower bound too (it learns nothing from done < len). */
+	plen = sc->len - done - 1;
+	plen = (plen < XFRAG_CHUNK ? plen : XFRAG_CHUNK - 1) + 1;
+	d = w->ndesc;
+	if (d >= XFRAG_MAX_DESC)
+		goto fail;
+	ci = xfrag_chunk_alloc();
+	if (ci < 0)
+		goto fail;
+	idx = ci;
+	w->desc[d].chunk = idx;
+	w->desc[d].off8 = (sc->offset + done) / 8;
+	w->desc[d].lenm1 = (plen - 1) | (k ? XFRAG_DESC_CONT : 0);
+	w->ndesc = d + 1;
+	w->nchunks++;
+	c = bpf_map_lookup_elem(&xfrag_chunks, &idx);
+	if (!c || bpf_xdp_load_bytes(sc->ctx, sc->poff + done, c->data, plen))
+		goto fail;
+	return 0;
+fail:
+	sc->err = 1;
+	return 1;
+}
+
+/* A global function: the verifier checks it once on its own, not once per
+ * path of its caller. */
 __noinline int xfrag_store(struct xdp_md *ctx, __u32 way, __u32 poff,
 			   __u32 offset, __u32 len)
 {
-	__u32 left = len, np = (len + XFRAG_CHUNK - 1) / XFRAG_CHUNK, zero = 0;
+	struct xfrag_store_ctx sc = { .ctx = ctx, .poff = poff,
+				      .offset = offset, .len = len };
+	__u32 np = (len + XFRAG_CHUNK - 1) / XFRAG_CHUNK, zero = 0;
 	struct xfrag_pcpu *pc;
-	struct xfrag_way *w;
 
 	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
-	w = bpf_map_lookup_elem(&xfrag_table, &way);
-	if (!pc || !w || len > 65535)
+	sc.w = bpf_map_lookup_elem(&xfrag_table, &way);
+	if (!pc || !sc.w || len > 65535)
 		return -1;
-	if (np > pc->free_top + (xfrag_nchunks - pc->next_fresh))
+	if (np > pc->free_top + (xfrag_nchunks - pc->next_fresh) ||
+	    np > XFRAG_MAX_DESC)
 		return -1;
-	for (__u32 k = 0; k < XFRAG_MAX_DESC; k++) {
-		__u32 d = w->ndesc, plen, idx;
-		struct xfrag_chunk *c;
-		long ci;
-
-		if (!left)
-			break;
-		if (d >= XFRAG_MAX_DESC)
-			return -1;
-		d = XFRAG_IDX(d, XFRAG_MAX_DESC);
-		ci = xfrag_chunk_alloc();
-		if (ci < 0)
-			return -1;
-		idx = ci;
-		plen = left > XFRAG_CHUNK ? XFRAG_CHUNK : left;
-		w->desc[d].chunk = idx;
-		w->desc[d].off8 = (offset + k * XFRAG_CHUNK) / 8;
-		w->desc[d].len = plen | (k ? XFRAG_DESC_CONT : 0);
-		w->ndesc = d + 1;
-		w->nchunks++;
-		c = bpf_map_lookup_elem(&xfrag_chunks, &idx);
-		if (!c || bpf_xdp_load_bytes(ctx, poff + k * XFRAG_CHUNK,
-					     c->data, plen))
-			return -1;
-		left -= plen;
-	}
-	return left ? -1 : 0;
+	bpf_loop(np, xfrag_store_one, &sc, 0);
+	return sc.err ? -1 : 0;
 }
 
 /* Make w->hdr the header of the unfragmented datagram. */
@@ -109,8 +133,8 @@ __noinline int xfrag_write_xdp(struct xdp_md *ctx, __u32 way, __u32 l3off)
 			break;
 		d = w->desc[i];
 		c = bpf_map_lookup_elem(&xfrag_chunks, &d.chunk);
-		len = d.len & XFRAG_DESC_LEN;
-		if (!c || len > XFRAG_CHUNK || !len)
+		len = xfrag_desc_len(&d);
+		if (!c || len > XFRAG_CHUNK)
 			return -1;
 		if (bpf_xdp_store_bytes(ctx, l3off + hl + (__u32)d.off8 * 8,
 					c->data, len))

@@ -69,10 +69,10 @@ static __always_inline int xfrag_ip6_ext(__u8 nh)
  * (offset of the next-header byte naming it); 0 when the chain leaves the
  * frame.
  */
-static __always_inline __u32 xfrag_ip6_walk(void *data, void *data_end,
-					    __u32 off, __u8 nh, __u32 pos,
+static __always_inline __u64 xfrag_ip6_walk(void *data, void *data_end,
+					    __u64 off, __u8 nh, __u64 pos,
 					    int stop_at_frag, __u8 *nh_out,
-					    __u32 *pos_out)
+					    __u64 *pos_out)
 {
 	for (int i = 0; i < XFRAG_MAX_EXT; i++) {
 		__u8 *h;
@@ -86,8 +86,8 @@ static __always_inline __u32 xfrag_ip6_walk(void *data, void *data_end,
 		if ((void *)(h + 2) > data_end)
 			return 0;
 		pos = off;
-		off += nh == NEXTHDR_AUTH ? ((__u32)h[1] + 2) * 4 :
-					    ((__u32)h[1] + 1) * 8;
+		off += nh == NEXTHDR_AUTH ? ((__u64)h[1] + 2) * 4 :
+					    ((__u64)h[1] + 1) * 8;
 		nh = h[0];
 	}
 	*nh_out = nh;
@@ -96,11 +96,11 @@ static __always_inline __u32 xfrag_ip6_walk(void *data, void *data_end,
 }
 
 /* Offset of the Fragment header of the IPv6 packet at l3off, or 0. */
-static __always_inline __u32 xfrag_ip6_frag_hdr(void *data, void *data_end,
-						__u32 l3off, __u32 *pos)
+static __always_inline __u64 xfrag_ip6_frag_hdr(void *data, void *data_end,
+						__u64 l3off, __u64 *pos)
 {
 	struct ipv6hdr *ip6 = data + l3off;
-	__u32 off;
+	__u64 off;
 	__u8 nh;
 
 	if ((void *)(ip6 + 1) > data_end)
@@ -273,20 +273,25 @@ static __always_inline int xfrag_parse_ip4(struct xdp_md *ctx, void *data,
  * IPv6: find the Fragment header past any extension headers (RFC 8200 4.5).
  * The unfragmentable part (IPv6 header and the extension headers before
  * the Fragment header) is p->hlen bytes; every fragment carries it.
+ *
+ * Global: the chain walks are verified once, not per caller path.  It
+ * parses L2 again itself instead of taking the IPv6 offset as an argument:
+ * an argument is unbounded in a global function, and clang spills it
+ * before the bound check, a check the 6.1 verifier does not carry over to
+ * the spilled copy (newer kernels link the two).
  */
-__noinline int xfrag_parse_ip6(struct xdp_md *ctx, __u32 l3off, __u16 vlan,
-			       struct xfrag_pkt *p)
+__noinline int xfrag_parse_ip6(struct xdp_md *ctx, struct xfrag_pkt *p)
 {
-	/* Global: the chain walks are verified once, not per caller path. */
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6;
 	struct frag_hdr *fh;
-	__u32 fo, pos = 0, plen, end, up, upos;
-	__u16 fbits;
+	__u64 fo, pos = 0, plen, end, up, upos;
+	__u32 l3off = 0;
+	__u16 fbits, vlan = 0;
 	__u8 nh;
 
-	if (!p || l3off > 64)
+	if (!p || xfrag_parse_l2(data, data_end, &l3off, &vlan) != ETH_P_IPV6)
 		return XFRAG_P_NOT_FRAG;
 	ip6 = data + l3off;
 	fo = xfrag_ip6_frag_hdr(data, data_end, l3off, &pos);

@@ -30,8 +30,8 @@ static long xfrag_fit_one(__u32 i, void *data)
 		return 1;
 	d = c->w->desc[i];
 	ps = (__u32)d.off8 * 8;
-	pe = ps + (d.len & XFRAG_DESC_LEN);
-	if (!(d.len & XFRAG_DESC_CONT)) {
+	pe = ps + xfrag_desc_len(&d);
+	if (!(d.lenm1 & XFRAG_DESC_CONT)) {
 		/* A new stored fragment starts: close the previous one. */
 		if (c->cur_e && c->cur_s == c->s && c->cur_e == c->e)
 			c->exact = 1;

@@ -674,7 +674,7 @@ int xfrag_xdp(struct xdp_md *ctx)
 		r = xfrag_parse_ip4(ctx, data, data_end, l3off, vlan, &p);
 		break;
 	case ETH_P_IPV6:
-		r = xfrag_parse_ip6(ctx, l3off, vlan, &p);
+		r = xfrag_parse_ip6(ctx, &p);
 		break;
 	default:
 		return XDP_PASS;
@@ -723,7 +723,8 @@ static __noinline int xfrag_tc_l3(struct __sk_buff *skb, int cand,
 	struct frag_hdr *fh;
 	struct iphdr *iph;
 	__u16 vlan = 0, proto = 0;
-	__u32 off = 0, fo, pos;
+	__u32 off = 0;
+	__u64 fo, pos;
 
 	if (cand == 0) {
 		proto = xfrag_parse_l2(data, data_end, &off, &vlan);
@@ -856,8 +857,8 @@ static long xfrag_replay_one(__u32 i, void *data)
 		return 1;
 	d = w->desc[i];
 	c = bpf_map_lookup_percpu_elem(&xfrag_chunks, &d.chunk, rc->cpu);
-	len = d.len & XFRAG_DESC_LEN;
-	if (!c || !len || len > XFRAG_CHUNK || hl < 20 || hl > XFRAG_HDR_MAX ||
+	len = xfrag_desc_len(&d);
+	if (!c || len > XFRAG_CHUNK || hl < 20 || hl > XFRAG_HDR_MAX ||
 	    l3off > 64)
 		goto fail;
 	off = (__u32)d.off8 * 8;
@@ -984,8 +985,8 @@ int xfrag_tc(struct __sk_buff *skb)
 			break;
 		d = w->desc[i];
 		c = bpf_map_lookup_percpu_elem(&xfrag_chunks, &d.chunk, m.cpu);
-		len = d.len & XFRAG_DESC_LEN;
-		if (!c || !len || len > XFRAG_CHUNK)
+		len = xfrag_desc_len(&d);
+		if (!c || len > XFRAG_CHUNK)
 			goto fail;
 		if (bpf_skb_store_bytes(skb, l3off + hl + (__u32)d.off8 * 8,
 					c->data, len, 0))

@@ -201,18 +201,29 @@ enum xfrag_way_state {
 };
 
 /*
- * One stored piece of payload: bytes [off8 * 8, off8 * 8 + len) of the
- * datagram, in chunk `chunk`.  A fragment larger than a chunk is stored as a
- * run of pieces; all but the first carry XFRAG_DESC_CONT in len.
+ * One stored piece of payload: bytes [off8 * 8, off8 * 8 + length) of the
+ * datagram, in chunk `chunk`, length xfrag_desc_len().  A fragment larger
+ * than a chunk is stored as a run of pieces; all but the first carry
+ * XFRAG_DESC_CONT in lenm1.
+ *
+ * The length is stored less one (a piece holds 1 to XFRAG_CHUNK bytes):
+ * read back as (lenm1 & XFRAG_DESC_LEN) + 1 it is at least 1 for the
+ * verifier too, which a helper's size argument needs; a stored length
+ * checked against 0 is not bounded from below by verifiers before 6.8.
  */
 struct xfrag_desc {
 	__u32 chunk;
 	__u16 off8;		/* offset / 8 (pieces start 8-aligned) */
-	__u16 len;		/* XFRAG_DESC_LEN bits, plus XFRAG_DESC_CONT */
+	__u16 lenm1;		/* length - 1 (XFRAG_DESC_LEN), XFRAG_DESC_CONT */
 };
 
 #define XFRAG_DESC_CONT		0x8000
-#define XFRAG_DESC_LEN		0x7fff
+#define XFRAG_DESC_LEN		0x07ff
+
+static inline __u32 xfrag_desc_len(const struct xfrag_desc *d)
+{
+	return (__u32)(d->lenm1 & XFRAG_DESC_LEN) + 1;
+}
 
 #define XFRAG_F_LAST_SEEN	(1U << 0)	/* fragment with MF=0 arrived */
 #define XFRAG_F_FIRST_SEEN	(1U << 1)	/* offset-0 fragment arrived */

@@ -578,7 +578,7 @@ static int send_handoff(struct tctx *t, const struct frame *f,
 	memset(t->payload, 0, sizeof(t->payload));
 	for (__u32 i = 0; i < w->ndesc && i < XFRAG_MAX_DESC; i++) {
 		__u32 off = w->desc[i].off8 * 8U;
-		__u32 len = w->desc[i].len & XFRAG_DESC_LEN;
+		__u32 len = xfrag_desc_len(&w->desc[i]);
 
 		if (off + len > sizeof(t->payload) ||
 		    bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.xfrag_chunks),
