@@ -67,7 +67,7 @@ struct {
 /* Each CPU's sweeper (an ARRAY: timers live in no per-CPU map). */
 struct xfrag_sweep {
 	struct bpf_timer timer;
-	__u32 next;		/* first bucket of the next slice */
+	__u64 flags;		/* bpf_timer_start() flags this kernel takes */
 };
 
 struct {
@@ -98,5 +98,45 @@ struct {
 	__type(value, struct xfrag_config);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_config SEC(".maps");
+
+/*
+ * What a bpf_loop callback carries from one iteration to the next lives
+ * here, in map memory, never in the context struct on the caller's stack.
+ * Verifiers before 6.7 check a callback once, with the state of its first
+ * call: a carried value on the stack is then taken to keep its starting
+ * value, and code that depends on a later one is removed as dead (found
+ * on 6.1: an exact duplicate of an earlier fragment became an overlap,
+ * test dup_exact_earlier).  The verifier assumes nothing of map memory.
+ * Each user sets its part before its loop and reads it after; XDP alone
+ * uses it, and one XDP program runs at a time on a CPU.
+ */
+struct xfrag_loopvar {
+	struct {
+		__u64 touch;
+		__s64 score;
+		__s32 idx, warm;
+	} victim;		/* xfrag_victim_one(): the best victim so far */
+	struct {
+		__s32 freew;	/* first reusable way */
+	} scan;			/* xfrag_scan_one() */
+	struct {
+		__u32 cur_s, cur_e;	/* stored fragment being walked */
+		__u32 overlap, exact;
+	} fit;			/* xfrag_fit_one() */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_loopvar);
+} xfrag_loopvar SEC(".maps");
+
+static __always_inline struct xfrag_loopvar *xfrag_lv(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xfrag_loopvar, &zero);
+}
 
 #endif /* XFRAG_MAPS_H */

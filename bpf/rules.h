@@ -15,14 +15,14 @@ enum xfrag_fit {
 
 struct xfrag_fit_ctx {
 	struct xfrag_way *w;
+	struct xfrag_loopvar *lv;	/* carried: lv->fit */
 	__u32 s, e;		/* the new fragment */
-	__u32 cur_s, cur_e;	/* stored fragment being walked (a run of pieces) */
-	int overlap, exact;
 };
 
 static long xfrag_fit_one(__u32 i, void *data)
 {
 	struct xfrag_fit_ctx *c = data;
+	struct xfrag_loopvar *lv = c->lv;
 	struct xfrag_desc d;
 	__u32 ps, pe;
 
@@ -33,13 +33,14 @@ static long xfrag_fit_one(__u32 i, void *data)
 	pe = ps + xfrag_desc_len(&d);
 	if (!(d.lenm1 & XFRAG_DESC_CONT)) {
 		/* A new stored fragment starts: close the previous one. */
-		if (c->cur_e && c->cur_s == c->s && c->cur_e == c->e)
-			c->exact = 1;
-		c->cur_s = ps;
+		if (lv->fit.cur_e && lv->fit.cur_s == c->s &&
+		    lv->fit.cur_e == c->e)
+			lv->fit.exact = 1;
+		lv->fit.cur_s = ps;
 	}
-	c->cur_e = pe;
+	lv->fit.cur_e = pe;
 	if (ps < c->e && c->s < pe)
-		c->overlap = 1;
+		lv->fit.overlap = 1;
 	return 0;
 }
 
@@ -55,14 +56,21 @@ static __always_inline int xfrag_fit(struct xfrag_way *w, __u32 s, __u32 e)
 	struct xfrag_fit_ctx c = { .w = w, .s = s, .e = e };
 	__u32 n = w->ndesc;
 
+	c.lv = xfrag_lv();
+	if (!c.lv)
+		return XFRAG_FIT_OVERLAP;	/* cannot happen */
+	c.lv->fit.cur_s = 0;
+	c.lv->fit.cur_e = 0;
+	c.lv->fit.overlap = 0;
+	c.lv->fit.exact = 0;
 	if (n > XFRAG_MAX_DESC)
 		n = XFRAG_MAX_DESC;
 	bpf_loop(n, xfrag_fit_one, &c, 0);
-	if (c.cur_e && c.cur_s == s && c.cur_e == e)
-		c.exact = 1;
-	if (!c.overlap)
+	if (c.lv->fit.cur_e && c.lv->fit.cur_s == s && c.lv->fit.cur_e == e)
+		c.lv->fit.exact = 1;
+	if (!c.lv->fit.overlap)
 		return XFRAG_FIT_NEW;
-	return c.exact ? XFRAG_FIT_DUP : XFRAG_FIT_OVERLAP;
+	return c.lv->fit.exact ? XFRAG_FIT_DUP : XFRAG_FIT_OVERLAP;
 }
 
 /* Outcomes of xfrag_check(), each mapped to one counter by the caller. */

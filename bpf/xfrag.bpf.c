@@ -61,10 +61,8 @@ static __always_inline __s64 xfrag_score(__u32 rcvd, __u32 nfrags,
 
 struct xfrag_victim_ctx {
 	__u64 now, warm_ns;
-	__u64 best_touch;
-	__s64 best_score;
+	struct xfrag_loopvar *lv;	/* carried: lv->victim */
 	__u32 base, skip, policy;
-	int best, best_warm;
 };
 
 /*
@@ -77,6 +75,7 @@ struct xfrag_victim_ctx {
 static long xfrag_victim_one(__u32 i, void *data)
 {
 	struct xfrag_victim_ctx *vc = data;
+	struct xfrag_loopvar *lv = vc->lv;
 	__u32 idx = vc->base + i;
 	struct xfrag_way *x;
 	__s64 score = 0;
@@ -102,14 +101,14 @@ static long xfrag_victim_one(__u32 i, void *data)
 		 * progressing (the soak's Rose phase with 16000-byte random
 		 * datagrams: 51 % delivered with the penalty, 83 % without). */
 	}
-	if (vc->best < 0 || warm < vc->best_warm ||
-	    (warm == vc->best_warm &&
-	     (score < vc->best_score ||
-	      (score == vc->best_score && x->touched_ns < vc->best_touch)))) {
-		vc->best = i;
-		vc->best_warm = warm;
-		vc->best_score = score;
-		vc->best_touch = x->touched_ns;
+	if (lv->victim.idx < 0 || warm < lv->victim.warm ||
+	    (warm == lv->victim.warm &&
+	     (score < lv->victim.score ||
+	      (score == lv->victim.score && x->touched_ns < lv->victim.touch)))) {
+		lv->victim.idx = i;
+		lv->victim.warm = warm;
+		lv->victim.score = score;
+		lv->victim.touch = x->touched_ns;
 	}
 	return 0;
 }
@@ -129,19 +128,28 @@ __noinline int xfrag_evict(__u32 base, __u32 skip, __u32 policy,
 	struct xfrag_pcpu *pc;
 	struct xfrag_way *x;
 	__u32 zero = 0, idx;
+	int best;
 
 	if (policy != XFRAG_EVICT_LRU && policy != XFRAG_EVICT_PROGRESS)
+		return -1;
+	vc.lv = xfrag_lv();
+	if (!vc.lv)
 		return -1;
 	vc.now = bpf_ktime_get_coarse_ns();
 	vc.warm_ns = (__u64)warm_ms * 1000000ULL;
 	vc.base = base;
 	vc.skip = skip;
 	vc.policy = policy;
-	vc.best = -1;
+	vc.lv->victim.idx = -1;
+	vc.lv->victim.warm = 0;
+	vc.lv->victim.score = 0;
+	vc.lv->victim.touch = 0;
 	bpf_loop(xfrag_ways, xfrag_victim_one, &vc, 0);
-	if (vc.best < 0 || (vc.best_warm && vc.best_score > limit))
+	best = vc.lv->victim.idx;
+	if (best < 0 || best >= XFRAG_MAX_WAYS ||
+	    (vc.lv->victim.warm && vc.lv->victim.score > limit))
 		return -1;
-	idx = base + vc.best;
+	idx = base + best;
 	x = bpf_map_lookup_elem(&xfrag_table, &idx);
 	st = bpf_map_lookup_elem(&xfrag_stats, &zero);
 	pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
@@ -156,7 +164,7 @@ __noinline int xfrag_evict(__u32 base, __u32 skip, __u32 policy,
 		st->reasm_fails++;
 		xfrag_way_release(x, pc, st);
 	}
-	return vc.best;
+	return best;
 }
 
 /* Is the datagram, as far as known, too big for any delivery path? */
@@ -299,8 +307,9 @@ struct xfrag_scan_ctx {
 	__u64 now, timeout;
 	struct xfrag_stats *st;
 	struct xfrag_pcpu *pc;
+	struct xfrag_loopvar *lv;	/* carried: lv->scan */
 	__u32 base;
-	int match, freew, err;
+	int match, err;		/* set by the iteration that stops the loop */
 };
 
 /*
@@ -310,6 +319,7 @@ struct xfrag_scan_ctx {
 static long xfrag_scan_one(__u32 i, void *data)
 {
 	struct xfrag_scan_ctx *sc = data;
+	struct xfrag_loopvar *lv = sc->lv;
 	struct xfrag_way *x;
 	__u32 idx = sc->base + i;
 
@@ -319,8 +329,8 @@ static long xfrag_scan_one(__u32 i, void *data)
 		return 1;
 	}
 	if (xfrag_way_expire(x, sc->pc, sc->st, sc->now, sc->timeout)) {
-		if (sc->freew < 0)
-			sc->freew = i;
+		if (lv->scan.freew < 0)
+			lv->scan.freew = i;
 		return 0;
 	}
 	if ((x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS) &&
@@ -330,8 +340,8 @@ static long xfrag_scan_one(__u32 i, void *data)
 		return 1;
 	}
 	if (x->state == XFRAG_WAY_PASS && (x->flags & XFRAG_F_DONE) &&
-	    sc->freew < 0)
-		sc->freew = i;		/* a done record: reusable */
+	    lv->scan.freew < 0)
+		lv->scan.freew = i;		/* a done record: reusable */
 	return 0;
 }
 
@@ -361,14 +371,16 @@ static long xfrag_sweep_one(__u32 i, void *data)
 }
 
 /*
- * Runs on the CPU that armed it (BPF_F_TIMER_CPU_PIN), so the per-CPU maps
- * it reads are that CPU's, the same ones its XDP program writes.
+ * Sweeps a slice of the table of the CPU it runs on: with
+ * BPF_F_TIMER_CPU_PIN that is the CPU that armed it; without (before 6.7)
+ * it may be another, whose table it then sweeps (XFRAG_SWEEP_STALE_NS).
+ * Per-CPU maps are only ever written by their own CPU.
  */
 static int xfrag_sweep_cb(void *map, __u32 *key, struct xfrag_sweep *sw)
 {
 	struct xfrag_sweep_ctx c = {};
 	struct xfrag_config *cp;
-	__u32 zero = 0, per, nb = xfrag_buckets;
+	__u32 zero = 0, per, nb = xfrag_buckets, next;
 
 	cp = bpf_map_lookup_elem(&xfrag_config, &zero);
 	c.pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
@@ -378,23 +390,27 @@ static int xfrag_sweep_cb(void *map, __u32 *key, struct xfrag_sweep *sw)
 		per = nb / 10 + 1;
 		if (per * xfrag_ways > XFRAG_SWEEP_MAX)
 			per = XFRAG_SWEEP_MAX / xfrag_ways ?: 1;
-		if (sw->next >= nb)
-			sw->next = 0;
+		next = c.pc->sweep_next;
+		if (next >= nb)
+			next = 0;
 		c.now = bpf_ktime_get_coarse_ns();
 		c.timeout = (__u64)(cp->timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) *
 			    1000000ULL;
-		c.first = sw->next * xfrag_ways;
+		c.first = next * xfrag_ways;
 		c.nways = nb * xfrag_ways;
 		bpf_loop(per * xfrag_ways, xfrag_sweep_one, &c, 0);
-		sw->next += per;
+		c.pc->sweep_next = next + per;
+		c.pc->swept_ns = c.now;
 	}
-	bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN);
+	bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, sw->flags);
 	return 0;
 }
 
 /*
- * Arm this CPU's sweeper once, on its first fragment; after that the
- * fragment path only reads pc->sweep_armed.
+ * Arm this CPU's sweeper on its first fragment, and again when its table
+ * went unswept too long (a timer that moved away, before 6.7).  The timer
+ * is pinned to this CPU where the kernel can (BPF_F_TIMER_CPU_PIN, 6.7);
+ * elsewhere it is started without, and pc->sweep_armed says which.
  */
 static __noinline void xfrag_sweep_arm(struct xfrag_pcpu *pc)
 {
@@ -403,16 +419,26 @@ static __noinline void xfrag_sweep_arm(struct xfrag_pcpu *pc)
 
 	if (!pc)
 		return;
-	pc->sweep_armed = 1;
-	if (cpu >= XFRAG_MAX_CPUS)
-		return;
+	pc->swept_ns = bpf_ktime_get_coarse_ns();
+	if (cpu >= XFRAG_MAX_CPUS) {
+		pc->sweep_armed = XFRAG_SWEEP_UNPINNED;
+		return;		/* lazy expiry still reclaims */
+	}
 	sw = bpf_map_lookup_elem(&xfrag_sweep, &cpu);
 	if (!sw)
 		return;
-	if (bpf_timer_init(&sw->timer, &xfrag_sweep, CLOCK_MONOTONIC) ||
-	    bpf_timer_set_callback(&sw->timer, xfrag_sweep_cb) ||
-	    bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN))
-		return;		/* lazy expiry still reclaims */
+	/* -EBUSY when armed before: the timer is kept, started again here. */
+	bpf_timer_init(&sw->timer, &xfrag_sweep, CLOCK_MONOTONIC);
+	if (bpf_timer_set_callback(&sw->timer, xfrag_sweep_cb))
+		return;
+	sw->flags = BPF_F_TIMER_CPU_PIN;
+	if (!bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, BPF_F_TIMER_CPU_PIN)) {
+		pc->sweep_armed = XFRAG_SWEEP_PINNED;
+		return;
+	}
+	sw->flags = 0;
+	if (!bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, 0))
+		pc->sweep_armed = XFRAG_SWEEP_UNPINNED;
 }
 
 static __always_inline int xfrag_fragment(struct xdp_md *ctx,
@@ -436,7 +462,9 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	if (!st || !pc || !cp)
 		return XDP_PASS;	/* cannot happen: arrays of one */
 	cfg = *cp;
-	if (!pc->sweep_armed)
+	now = bpf_ktime_get_coarse_ns();
+	if (!pc->sweep_armed || (pc->sweep_armed == XFRAG_SWEEP_UNPINNED &&
+				 now - pc->swept_ns > XFRAG_SWEEP_STALE_NS))
 		xfrag_sweep_arm(pc);
 	st->reasm_reqds++;
 	v6 = p->key.family == XFRAG_AF_INET6;
@@ -464,7 +492,6 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		break;
 	}
 
-	now = bpf_ktime_get_coarse_ns();
 	timeout = (__u64)(cfg.timeout_ms ?: XFRAG_DEF_TIMEOUT_MS) * 1000000ULL;
 	max_frags = cfg.max_frags ?: XFRAG_DEF_MAX_FRAGS;
 	policy = cfg.evict ?: XFRAG_DEF_EVICT;
@@ -493,11 +520,15 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	sc.st = st;
 	sc.pc = pc;
 	sc.match = -1;
-	sc.freew = -1;
+	sc.lv = xfrag_lv();
+	if (!sc.lv)
+		return XDP_PASS;	/* cannot happen: an array of one */
+	sc.lv->scan.freew = -1;
 	bpf_loop(xfrag_ways, xfrag_scan_one, &sc, 0);
 	match = sc.match;
-	freew = sc.freew;
-	if (sc.err)
+	freew = sc.lv->scan.freew;
+	if (sc.err || match >= (int)XFRAG_MAX_WAYS ||
+	    freew >= (int)XFRAG_MAX_WAYS)
 		return XDP_PASS;	/* cannot happen: ways are in range */
 
 	if (match >= 0) {

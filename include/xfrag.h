@@ -84,6 +84,18 @@
  * per tick (a whole default table about once a second).
  */
 #define XFRAG_SWEEP_NS		(100ULL * 1000 * 1000)
+/*
+ * Kernels before 6.7 have no BPF_F_TIMER_CPU_PIN: a timer may then fire on
+ * another CPU (an idle CPU's timers move to a busy one).  A sweep always
+ * works on the table of the CPU it runs on, never another's, so it stays
+ * safe; a CPU whose table went unswept for XFRAG_SWEEP_STALE_NS starts its
+ * timer again from its next fragment, on itself.  What is not covered
+ * there: a CPU that gets no fragment and no timer keeps its timed-out
+ * datagrams (memory, gauges) until its next fragment.
+ */
+#define XFRAG_SWEEP_STALE_NS	(1000ULL * 1000 * 1000)
+#define XFRAG_SWEEP_PINNED	1	/* pc->sweep_armed: BPF_F_TIMER_CPU_PIN */
+#define XFRAG_SWEEP_UNPINNED	2	/* the kernel refused the flag */
 #define XFRAG_SWEEP_MAX		4096
 #define XFRAG_MAX_CPUS		1024
 
@@ -259,10 +271,13 @@ struct xfrag_pcpu {
 	__u32 next_fresh;	/* chunks never used start here */
 	__u32 free_top;		/* entries on the free stack */
 	__u32 cookie;		/* last cookie handed out */
-	__u32 sweep_armed;	/* this CPU's sweeper timer is started */
+	__u32 sweep_armed;	/* XFRAG_SWEEP_PINNED or _UNPINNED once started */
 	__u64 tc_seen_ns;	/* TC half last ran on this CPU */
 	__u32 room_ok;		/* small frames seen that could grow */
 	__u32 room_bad;		/* small frames seen that could not */
+	__u32 sweep_next;	/* first bucket of this CPU's next sweep */
+	__u32 pad;
+	__u64 swept_ns;		/* this CPU's table last swept */
 };
 
 /* ---- Counters ---------------------------------------------------------------

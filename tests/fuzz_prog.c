@@ -453,7 +453,7 @@ static int load(struct run *r)
 
 		REQUIRE(pc, "calloc");
 		for (int c = 0; c < ncpus; c++)
-			pc[c].sweep_armed = 1;
+			pc[c].sweep_armed = XFRAG_SWEEP_PINNED;
 		err = bpf_map_update_elem(r->pcpu_fd, &zero, pc, BPF_ANY);
 		free(pc);
 		REQUIRE(!err, "pcpu update: %s", strerror(errno));

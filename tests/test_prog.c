@@ -888,6 +888,38 @@ static int t_dup(struct tctx *t)
 }
 
 /*
+ * An exact duplicate of a fragment stored before the last one: the fit
+ * walk closes that fragment inside its bpf_loop callback, not after the
+ * loop.  The 6.1 verifier checks a callback once, with the state of its
+ * first call, and removed that branch as dead code (the walk's state
+ * starts at zero): the duplicate became an overlap and the datagram was
+ * lost.  Run in the 6.1 guest by make test-vm.
+ */
+static int t_dup_earlier(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(17, 3000);
+	struct frame f;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ 0 }));
+	TRY(snap(t, -1, &s));
+	mkfrag(&f, d, 0, 1000, 1, 0);
+	TRY(send_drop(t, &f, "first"));
+	mkfrag(&f, d, 1000, 1000, 1, 0);
+	TRY(send_drop(t, &f, "middle"));
+	mkfrag(&f, d, 0, 1000, 1, 0);
+	TRY(send_drop(t, &f, "first again"));
+	EXPECT(t, &s, D(reasm_reqds, 3), D(frag_dup, 1), D(frag_overlap, 0),
+	       D(frags_in_flight, 2), D(dgrams_in_flight, 1),
+	       D(bytes_in_flight, 2000), D(mem_in_flight, 2 * XFRAG_CHUNK));
+	mkfrag(&f, d, 2000, 1000, 0, 0);
+	TRY(send_rebuilt(t, &f, d, "last"));
+	EXPECT(t, &s, D(reasm_reqds, 4), D(frag_dup, 1), D(reasm_oks, 1),
+	       D(deliver_xdp, 1), D(frag_reasm, 3), D(bytes_reasm, 3000));
+	return 0;
+}
+
+/*
  * A fragment that discards its datagram: `held` are consumed first, then
  * `bad` is dropped, counted in `counter`, and the held ones in
  * frag_discarded.
@@ -2215,6 +2247,7 @@ static const struct {
 	{ "trim_to_8", t_trim, 0 },
 	{ "vlan_separate", t_vlan, 0 },
 	{ "dup_exact", t_dup, 0 },
+	{ "dup_exact_earlier", t_dup_earlier, 0 },
 	{ "overlap_head", t_reject, 0 },
 	{ "overlap_tail", t_reject, 1 },
 	{ "overlap_contained", t_reject, 2 },

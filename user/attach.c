@@ -13,6 +13,7 @@
 #include <net/if.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "common.h"
@@ -75,6 +76,41 @@ static void unpin_all(const char *ifname)
 		unlink(path);
 	}
 	rmdir(dir);
+}
+
+/*
+ * Does the running kernel's BTF name this enum constant?  1 yes, 0 no, -1
+ * when it has no BTF to tell.  Features of the UAPI are probed this way
+ * (BPF_F_TIMER_CPU_PIN came with 6.7).
+ */
+static int kernel_has_enum_value(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int found = 0;
+	__u32 n;
+
+	if (libbpf_get_error(btf))
+		return -1;
+	n = btf__type_cnt(btf);
+	for (__u32 id = 1; id < n && !found; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+
+		if (btf_is_enum(t)) {
+			const struct btf_enum *e = btf_enum(t);
+
+			for (int i = 0; i < btf_vlen(t) && !found; i++)
+				found = !strcmp(btf__name_by_offset(btf,
+						e[i].name_off), name);
+		} else if (btf_is_enum64(t)) {
+			const struct btf_enum64 *e = btf_enum64(t);
+
+			for (int i = 0; i < btf_vlen(t) && !found; i++)
+				found = !strcmp(btf__name_by_offset(btf,
+						e[i].name_off), name);
+		}
+	}
+	btf__free(btf);
+	return found;
 }
 
 static int tc_attach(int ifindex, int prog_fd)
@@ -243,7 +279,40 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		fprintf(stderr, "xfrag attach: %s\n", strerror(-err));
 		goto out;
 	}
+	/* libbpf 1.1 adds BPF_F_XDP_HAS_FRAGS (SEC("xdp.frags")) only when
+	 * it loads the program; libxdp decides before that whether the
+	 * dispatcher takes multi-buffer frames.  Said here, a dispatcher
+	 * built for xfrag takes jumbo frames (veth refuses an MTU above a
+	 * page otherwise). */
+	xdp_program__set_xdp_frags_support(prog, true);
 	err = xdp_program__attach(prog, ifindex, mode, 0);
+	if (err && err != -EEXIST && err != -EBUSY && err != -EPERM &&
+	    !getenv("LIBXDP_SKIP_DISPATCHER")) {
+		/* The dispatcher may refuse xfrag where a single program loads
+		 * (6.12: "Extension program changes packet data, while
+		 * original does not"); libxdp does not fall back by itself. */
+		char buf[256];
+
+		libxdp_strerror(err, buf, sizeof(buf));
+		setenv("LIBXDP_SKIP_DISPATCHER", "1", 1);
+		xdp_program__close(prog);
+		{
+			DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts,
+					    .obj = skel->obj,
+					    .prog_name = "xfrag_xdp");
+			prog = xdp_program__create(&xopts);
+		}
+		if (libxdp_get_error(prog)) {
+			prog = NULL;
+			goto out;
+		}
+		xdp_program__set_xdp_frags_support(prog, true);
+		err = xdp_program__attach(prog, ifindex, mode, 0);
+		if (!err)
+			printf("xfrag: the libxdp dispatcher refused xfrag (%s): "
+			       "attached as a single XDP program; other XDP "
+			       "programs cannot share %s\n", buf, ifname);
+	}
 	if (err) {
 		char buf[256];
 
@@ -278,6 +347,8 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY);
 	}
 
+	if (kernel_has_enum_value("BPF_F_TIMER_CPU_PIN") == 0)
+		printf("xfrag: %s\n", XF_SWEEP_UNPINNED_NOTE);
 	printf("xfrag: attached to %s (XDP %s mode%s), maps pinned in %s\n",
 	       ifname, mode == XDP_MODE_SKB ? "skb" : "native",
 	       !tc ? ", no TC" : (cfg.flags & XFRAG_CFG_REPLAY) ?

@@ -80,6 +80,13 @@ void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
 void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 		    const struct xfrag_stats *pc, int ncpu,
 		    const struct xfrag_stats *prev, double secs);
+/* What status and attach say when the kernel cannot pin timers. */
+#define XF_SWEEP_UNPINNED_NOTE						\
+	"sweeper: unpinned, this kernel has no BPF_F_TIMER_CPU_PIN (6.7): a "	\
+	"sweep runs on the CPU its timer fires on, on that CPU's table; a CPU "	\
+	"left unswept for 1 s restarts its timer from its next fragment, and a "	\
+	"CPU with neither keeps its timed-out datagrams until its next fragment"
+const char *xf_pcpu_sweep(const struct xfrag_pcpu *pc, int n);
 void xf_pcpu_verdict(const struct xfrag_pcpu *pc, int n, __u64 now,
 		     bool tc_flag, const char **tc, const char **room);
 void xf_status_header(FILE *f);

@@ -196,9 +196,26 @@ void xf_pcpu_verdict(const struct xfrag_pcpu *pc, int n, __u64 now,
 	*tc = tc_flag ? "yes" : seen ? "seen" : "no";
 }
 
+/*
+ * How the sweepers were started: "pinned" (BPF_F_TIMER_CPU_PIN), "unpinned"
+ * when any CPU's kernel refused the flag (before 6.7), NULL when none ran.
+ */
+const char *xf_pcpu_sweep(const struct xfrag_pcpu *pc, int n)
+{
+	const char *r = NULL;
+
+	for (int i = 0; i < n; i++) {
+		if (pc[i].sweep_armed == XFRAG_SWEEP_UNPINNED)
+			return "unpinned";
+		if (pc[i].sweep_armed == XFRAG_SWEEP_PINNED)
+			r = "pinned";
+	}
+	return r;
+}
+
 /* The per-CPU state of the instance on ifname; none read: n = 0. */
 static void pcpu_state(const char *ifname, bool tc_flag, const char **tc,
-		       const char **room)
+		       const char **room, const char **sweep)
 {
 	int n = libbpf_num_possible_cpus(), fd;
 	struct xfrag_pcpu *pc = NULL;
@@ -219,6 +236,7 @@ static void pcpu_state(const char *ifname, bool tc_flag, const char **tc,
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	xf_pcpu_verdict(pc, pc ? n : 0, now, tc_flag, tc, room);
+	*sweep = pc ? xf_pcpu_sweep(pc, n) : NULL;
 	free(pc);
 }
 
@@ -259,7 +277,7 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 {
 	struct dirent *de;
 	DIR *d;
-	int n = 0;
+	int n = 0, unpinned = 0;
 	(void)argc;
 	(void)argv;
 	(void)opts;
@@ -272,7 +290,7 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 	xf_status_header(stdout);
 	while ((de = readdir(d))) {
 		struct xfrag_config cfg = {};
-		const char *tc, *room;
+		const char *tc, *room, *sweep;
 		__u32 zero = 0;
 		int fd;
 
@@ -284,13 +302,17 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		if (bpf_map_lookup_elem(fd, &zero, &cfg))
 			memset(&cfg, 0, sizeof(cfg));
 		close(fd);
-		pcpu_state(de->d_name, cfg.flags & XFRAG_CFG_TC, &tc, &room);
+		pcpu_state(de->d_name, cfg.flags & XFRAG_CFG_TC, &tc, &room,
+			   &sweep);
 		xf_status_row(stdout, de->d_name, if_nametoindex(de->d_name),
 			      &cfg, tc, room);
+		unpinned |= sweep && !strcmp(sweep, "unpinned");
 		n++;
 	}
 	closedir(d);
 	if (!n)
 		printf("(none)\n");
+	if (unpinned)
+		printf("%s\n", XF_SWEEP_UNPINNED_NOTE);
 	return XF_EXIT_OK;
 }
