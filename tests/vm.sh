@@ -169,10 +169,13 @@ EOF
 if [ -z "$CMD" ]; then
 	CMD="tests/run.sh"
 fi
+# The suites' own switches (XFRAG_ONLY, XFRAG_MODES, ...) go along.
+PASSENV=$(env | grep -E '^XFRAG_[A-Z0-9_]*=' | sed -E "s/^([^=]*)=(.*)$/export \1='\2'/" || true)
 cat >"$OUT"/cmd <<EOF
 # Run inside the guest by vm-init.sh.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root XF_VM=1 XF_SUITES='$SUITES'
+$PASSENV
 cd '$TOP' || exit 1
 modprobe -a veth sch_ingress cls_bpf act_bpf 8021q 2>/dev/null
 echo "guest: kernel \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ { print \$2 / 1024 " MiB" }' /proc/meminfo)"
