@@ -137,6 +137,60 @@ static int tc_detach(int ifindex)
 	return bpf_tc_detach(&hook, &opts);
 }
 
+/*
+ * Open the object for the pin folder dir, with its table geometry and hash
+ * secret, and the libxdp program around it; NULL on failure (said).
+ */
+static struct xfrag_bpf *open_skel(const char *dir, const __u64 *secret,
+				   __u32 buckets, __u32 ways, __u32 nchunks,
+				   struct xdp_program **progp)
+{
+	/* libbpf pins every map by name in dir when it loads. */
+	DECLARE_LIBBPF_OPTS(bpf_object_open_opts, oopts, .pin_root_path = dir);
+	struct xfrag_bpf *skel = xfrag_bpf__open_opts(&oopts);
+	struct xdp_program *prog;
+	int err;
+
+	*progp = NULL;
+	if (!skel) {
+		fprintf(stderr, "xfrag attach: cannot open BPF object: %s\n",
+			strerror(errno));
+		return NULL;
+	}
+	skel->rodata->xfrag_secret[0] = secret[0];
+	skel->rodata->xfrag_secret[1] = secret[1];
+	skel->rodata->xfrag_buckets = buckets;
+	skel->rodata->xfrag_ways = ways;
+	skel->rodata->xfrag_nchunks = nchunks;
+	if (bpf_map__set_max_entries(skel->maps.xfrag_table, buckets * ways) ||
+	    bpf_map__set_max_entries(skel->maps.xfrag_chunks, nchunks) ||
+	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks)) {
+		fprintf(stderr, "xfrag attach: cannot size maps\n");
+		goto fail;
+	}
+	{
+		DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts, .obj = skel->obj,
+				    .prog_name = "xfrag_xdp");
+		prog = xdp_program__create(&xopts);
+	}
+	err = libxdp_get_error(prog);
+	if (err) {
+		fprintf(stderr, "xfrag attach: %s\n", strerror(-err));
+		goto fail;
+	}
+	/* libbpf 1.1 adds BPF_F_XDP_HAS_FRAGS (SEC("xdp.frags")) only when
+	 * it loads the program; libxdp decides before that whether the
+	 * dispatcher takes multi-buffer frames.  Said here, a dispatcher
+	 * built for xfrag takes jumbo frames (veth refuses an MTU above a
+	 * page otherwise). */
+	xdp_program__set_xdp_frags_support(prog, true);
+	*progp = prog;
+	return skel;
+fail:
+	xfrag_bpf__destroy(skel);
+	return NULL;
+}
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 {
 	const char *ifname = argv[0];
@@ -240,73 +294,32 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		fprintf(stderr, "xfrag attach: mkdir %s: %s\n", dir, strerror(errno));
 		return XF_EXIT_FAIL;
 	}
-	{
-		/* libbpf pins every map by name in dir when it loads. */
-		DECLARE_LIBBPF_OPTS(bpf_object_open_opts, oopts,
-				    .pin_root_path = dir);
-		skel = xfrag_bpf__open_opts(&oopts);
-	}
-	if (!skel) {
-		fprintf(stderr, "xfrag attach: cannot open BPF object: %s\n",
-			strerror(errno));
-		return XF_EXIT_BPF;
-	}
 	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
 		fprintf(stderr, "xfrag attach: getrandom: %s\n", strerror(errno));
 		goto out;
 	}
 	secret[1] |= 1;
-	skel->rodata->xfrag_secret[0] = secret[0];
-	skel->rodata->xfrag_secret[1] = secret[1];
-	skel->rodata->xfrag_buckets = buckets;
-	skel->rodata->xfrag_ways = ways;
-	skel->rodata->xfrag_nchunks = nchunks;
-	if (bpf_map__set_max_entries(skel->maps.xfrag_table, buckets * ways) ||
-	    bpf_map__set_max_entries(skel->maps.xfrag_chunks, nchunks) ||
-	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks)) {
-		fprintf(stderr, "xfrag attach: cannot size maps\n");
+	skel = open_skel(dir, secret, buckets, ways, nchunks, &prog);
+	if (!skel)
 		goto out;
-	}
-
-	{
-		DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts, .obj = skel->obj,
-				    .prog_name = "xfrag_xdp");
-		prog = xdp_program__create(&xopts);
-	}
-	err = libxdp_get_error(prog);
-	if (err) {
-		prog = NULL;
-		fprintf(stderr, "xfrag attach: %s\n", strerror(-err));
-		goto out;
-	}
-	/* libbpf 1.1 adds BPF_F_XDP_HAS_FRAGS (SEC("xdp.frags")) only when
-	 * it loads the program; libxdp decides before that whether the
-	 * dispatcher takes multi-buffer frames.  Said here, a dispatcher
-	 * built for xfrag takes jumbo frames (veth refuses an MTU above a
-	 * page otherwise). */
-	xdp_program__set_xdp_frags_support(prog, true);
 	err = xdp_program__attach(prog, ifindex, mode, 0);
 	if (err && err != -EEXIST && err != -EBUSY && err != -EPERM &&
 	    !getenv("LIBXDP_SKIP_DISPATCHER")) {
 		/* The dispatcher may refuse xfrag where a single program loads
 		 * (6.12: "Extension program changes packet data, while
-		 * original does not"); libxdp does not fall back by itself. */
+		 * original does not"); libxdp does not fall back by itself.
+		 * An object that failed to load cannot be loaded again: a
+		 * fresh one, as a single program. */
 		char buf[256];
 
 		libxdp_strerror(err, buf, sizeof(buf));
-		setenv("LIBXDP_SKIP_DISPATCHER", "1", 1);
 		xdp_program__close(prog);
-		{
-			DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts,
-					    .obj = skel->obj,
-					    .prog_name = "xfrag_xdp");
-			prog = xdp_program__create(&xopts);
-		}
-		if (libxdp_get_error(prog)) {
-			prog = NULL;
+		prog = NULL;
+		xfrag_bpf__destroy(skel);
+		setenv("LIBXDP_SKIP_DISPATCHER", "1", 1);
+		skel = open_skel(dir, secret, buckets, ways, nchunks, &prog);
+		if (!skel)
 			goto out;
-		}
-		xdp_program__set_xdp_frags_support(prog, true);
 		err = xdp_program__attach(prog, ifindex, mode, 0);
 		if (!err)
 			printf("xfrag: the libxdp dispatcher refused xfrag (%s): "
