@@ -58,7 +58,8 @@ mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs tmpfs /newroot/dev/shm
 mount -t tmpfs tmpfs /newroot/run
-mount -t tmpfs tmpfs /newroot/tmp
+# /tmp stays the overlay's (writable, in guest memory): the checkout may
+# be under the host's /tmp, as a CI clone can be.
 mount -t bpf bpf /newroot/sys/fs/bpf
 mount -t debugfs debugfs /newroot/sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /newroot/sys/kernel/tracing 2>/dev/null
