@@ -437,8 +437,10 @@ static __noinline void xfrag_sweep_arm(struct xfrag_pcpu *pc)
 		return;
 	}
 	sw->flags = 0;
-	if (!bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, 0))
-		pc->sweep_armed = XFRAG_SWEEP_UNPINNED;
+	bpf_timer_start(&sw->timer, XFRAG_SWEEP_NS, 0);
+	/* Started unpinned, or not at all: tried again after
+	 * XFRAG_SWEEP_STALE_NS, never on every fragment. */
+	pc->sweep_armed = XFRAG_SWEEP_UNPINNED;
 }
 
 static __always_inline int xfrag_fragment(struct xdp_md *ctx,
