@@ -276,7 +276,7 @@ struct xfrag_pcpu {
 	__u32 room_ok;		/* small frames seen that could grow */
 	__u32 room_bad;		/* small frames seen that could not */
 	__u32 sweep_next;	/* first bucket of this CPU's next sweep */
-	__u32 pad;
+	__u32 busy;		/* XDP or TC is running on this CPU's tables */
 	__u64 swept_ns;		/* this CPU's table last swept */
 };
 

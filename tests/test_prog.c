@@ -1104,6 +1104,54 @@ static int t_sweep(struct tctx *t)
 	return 0;
 }
 
+/* Sets this CPU's busy mark, as XDP and TC do while they run. */
+static int set_busy(struct tctx *t, __u32 v)
+{
+	int fd = bpf_map__fd(t->skel->maps.xfrag_pcpu), err = -1;
+	struct xfrag_pcpu *pc = calloc(ncpus, sizeof(*pc));
+	__u32 zero = 0;
+
+	REQUIRE(pc, "calloc");
+	if (!bpf_map_lookup_elem(fd, &zero, pc)) {
+		pc[cur_cpu].busy = v;
+		err = bpf_map_update_elem(fd, &zero, pc, BPF_ANY);
+	}
+	free(pc);
+	REQUIRE(!err, "xfrag_pcpu: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The sweeper leaves a CPU's tables alone while the data path is marked
+ * running there (a program run by BPF_PROG_TEST_RUN can be interrupted by
+ * the timer's softirq): nothing is reclaimed while the mark is set, and
+ * everything on the next tick after it is cleared.
+ */
+static int t_sweep_busy(struct tctx *t)
+{
+	struct frame f;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
+				      .timeout_ms = 50 }));
+	TRY(snap(t, -1, &s));
+	for (int i = 0; i < 3; i++) {
+		mkfrag(&f, udp_dgram(990 + i, 3000), 0, 1200, 1, 0);
+		TRY(send_drop(t, &f, "first fragment"));
+	}
+	/* A failure leaves the mark: the next test loads a fresh object. */
+	TRY(set_busy(t, 1));
+	sleep_ms(400);
+	EXPECT(t, &s, D(reasm_reqds, 3), D(frags_in_flight, 3),
+	       D(dgrams_in_flight, 3), D(bytes_in_flight, 3 * 1200),
+	       D(mem_in_flight, 3 * XFRAG_CHUNK));
+	TRY(set_busy(t, 0));
+	sleep_ms(400);
+	EXPECT(t, &s, D(reasm_reqds, 3), D(frag_timeout, 3),
+	       D(reasm_timeout, 3), D(reasm_fails, 3));
+	return 0;
+}
+
 static int t_refuse(struct tctx *t)
 {
 	struct dgram *d;
@@ -2270,6 +2318,7 @@ static const struct {
 	{ "bad_header", t_bad_header, 0 },
 	{ "timeout", t_timeout, 0 },
 	{ "sweeper_reclaims", t_sweep, 0 },
+	{ "sweeper_skips_busy", t_sweep_busy, 0 },
 	{ "refuse", t_refuse, 0 },
 	{ "evict_lru", t_evict, 0 },
 	{ "evict_progress", t_evict, 1 },
