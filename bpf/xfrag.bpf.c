@@ -658,6 +658,14 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 
 	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len : xfrag_hl_guess(p);
 	rule = xfrag_check(w, p, hl, max_frags);
+	if (rule == XFRAG_R_DUP && !p->more) {
+		/* A last fragment with a held range: Linux sets the end
+		 * before it finds the duplicate (ip_frag_queue,
+		 * ip6_frag_queue), so data beyond it discards the datagram
+		 * later.  Not a reason to deliver: nothing was added. */
+		w->flags |= XFRAG_F_LAST_SEEN;
+		w->end = p->offset + p->len;
+	}
 	if (rule != XFRAG_R_OK)
 		return xfrag_reject(w, rule, pc, st);
 	if (xfrag_too_big(p, hl, w->max_end, limit)) {

@@ -920,6 +920,33 @@ static int t_dup_earlier(struct tctx *t)
 }
 
 /*
+ * A last fragment with the range of a held non-last one is a duplicate,
+ * but its end counts first, as in Linux (ip_frag_queue, ip6_frag_queue
+ * set the end before they find the duplicate): data beyond that end then
+ * discards the datagram.  (Found by the differential test, seed
+ * 20261203092626 batch 6: xfrag delivered what the kernel discarded.)
+ */
+static int t_dup_last_end(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(18, 3000);
+	struct frame f;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ 0 }));
+	TRY(snap(t, -1, &s));
+	TRY(send_seq(t, d, (const struct fl[]){ { 0, 1000, 1 },
+		     { 1000, 1000, 1 }, { 1000, 1000, 0 } }, NULL, 3, END_NONE));
+	EXPECT(t, &s, D(reasm_reqds, 3), D(frag_dup, 1),
+	       D(frags_in_flight, 2), D(dgrams_in_flight, 1),
+	       D(bytes_in_flight, 2000), D(mem_in_flight, 2 * XFRAG_CHUNK));
+	mkfrag(&f, d, 2000, 1000, 0, 0);
+	TRY(send_drop(t, &f, "the real last"));
+	EXPECT(t, &s, D(reasm_reqds, 4), D(frag_dup, 1), D(frag_bad_end, 1),
+	       D(frag_discarded, 2), D(reasm_fails, 1));
+	return 0;
+}
+
+/*
  * A fragment that discards its datagram: `held` are consumed first, then
  * `bad` is dropped, counted in `counter`, and the held ones in
  * frag_discarded.
@@ -2277,6 +2304,7 @@ static const struct {
 	{ "vlan_separate", t_vlan, 0 },
 	{ "dup_exact", t_dup, 0 },
 	{ "dup_exact_earlier", t_dup_earlier, 0 },
+	{ "dup_last_sets_end", t_dup_last_end, 0 },
 	{ "overlap_head", t_reject, 0 },
 	{ "overlap_tail", t_reject, 1 },
 	{ "overlap_contained", t_reject, 2 },
