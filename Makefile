@@ -49,11 +49,11 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
-$(OUT)/test_prog: tests/test_prog.c include/xfrag.h $(OUT)/xfrag.skel.h
+$(OUT)/test_prog: tests/test_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-$(OUT)/fuzz_prog: tests/fuzz_prog.c include/xfrag.h $(OUT)/xfrag.skel.h
+$(OUT)/fuzz_prog: tests/fuzz_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 

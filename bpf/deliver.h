@@ -145,7 +145,8 @@ __noinline int xfrag_write_xdp(struct xdp_md *ctx, __u32 way, __u32 l3off)
 
 /*
  * The datagram in w is complete.  Rebuild it in place if the frame can
- * grow; otherwise hand it to TC ingress through the XDP metadata; if
+ * grow; otherwise hand it to TC ingress (through the XDP metadata where
+ * the kernel allows it, else by key); if
  * neither is possible, count it: nothing is lost silently.
  */
 static __always_inline int xfrag_deliver(struct xdp_md *ctx,
@@ -176,25 +177,37 @@ static __always_inline int xfrag_deliver(struct xdp_md *ctx,
 		return XDP_PASS;
 	}
 
-	if (tc && (newlen <= XFRAG_TC_MAX_LEN || tc == XFRAG_DELIVER_REPLAY) &&
-	    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
-		void *data = (void *)(long)ctx->data;
-		struct xfrag_meta *m = (void *)(long)ctx->data_meta;
+	if (tc && (newlen <= XFRAG_TC_MAX_LEN || tc == XFRAG_DELIVER_REPLAY)) {
+		__u32 cookie = ++pc->cookie;
 
-		if ((void *)(m + 1) <= data) {
+		/* With metadata TC goes straight to the way; without it (a
+		 * kernel that refuses bpf_xdp_adjust_meta, a driver without
+		 * room for it) TC finds the hand-off by the completing
+		 * fragment's key in this CPU's bucket (xfrag_tc_find()). */
+		if (xfrag_use_meta &&
+		    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
+			void *data = (void *)(long)ctx->data;
+			struct xfrag_meta *m = (void *)(long)ctx->data_meta;
+
+			if ((void *)(m + 1) > data) {
+				bpf_xdp_adjust_meta(ctx,
+					(int)sizeof(struct xfrag_meta));
+				goto keyed;
+			}
 			m->magic = XFRAG_META_MAGIC;
 			m->cpu = bpf_get_smp_processor_id();
 			m->way = way_idx;
-			m->cookie = ++pc->cookie;
-			w->cookie = m->cookie;
-			st->dgrams_in_flight--;
-			st->frags_in_flight -= w->nfrags;
-			st->handoff_pending++;
-			xfrag_quota_put(w);	/* complete: not in flight */
-			w->state = XFRAG_WAY_HANDOFF;
-			w->touched_ns = now;
-			return XDP_PASS;
+			m->cookie = cookie;
 		}
+keyed:
+		w->cookie = cookie;
+		st->dgrams_in_flight--;
+		st->frags_in_flight -= w->nfrags;
+		st->handoff_pending++;
+		xfrag_quota_put(w);	/* complete: not in flight */
+		w->state = XFRAG_WAY_HANDOFF;
+		w->touched_ns = now;
+		return XDP_PASS;
 	}
 	st->deliver_err++;
 	xfrag_way_release(w, pc, st);

@@ -13,6 +13,14 @@ const volatile __u32 xfrag_ways = XFRAG_DEF_WAYS;
 const volatile __u32 xfrag_nchunks = XFRAG_DEF_MEM / XFRAG_CHUNK;
 /* Hash secret chosen by the loader (getrandom); 0 = seed per CPU at run. */
 const volatile __u64 xfrag_secret[2];
+/*
+ * 1: hand datagrams to TC with XDP metadata (bpf_xdp_adjust_meta).  The
+ * loader sets it where the kernel lets XDP call that helper; some kernels
+ * refuse it (seen: a 6.18 build that rejects the helper for every XDP
+ * program).  At 0 the verifier drops the call as dead code and TC finds
+ * each hand-off by its key, so the object loads everywhere (xdp-loader).
+ */
+const volatile __u32 xfrag_use_meta;
 
 struct xfrag_chunk {
 	__u8 data[XFRAG_CHUNK];

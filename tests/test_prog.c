@@ -28,6 +28,7 @@
 
 #include "xfrag.h"
 #include "xfrag.skel.h"
+#include "probe.h"
 
 #define FRAME_MAX	16384		/* fragments and test_run output */
 #define DGRAM_MAX	(70 * 1024)	/* unfragmented frames */
@@ -87,6 +88,8 @@ struct tctx {
 static int ncpus;
 static int cpu_a = -1, cpu_b = -1;	/* first two CPUs we may run on */
 static int cur_cpu;
+/* Does this kernel let XDP call bpf_xdp_adjust_meta (xfrag_use_meta)? */
+static int use_meta;
 static char lib_log[8192];
 static size_t lib_log_len;
 
@@ -189,6 +192,7 @@ static int load(struct tctx *t, const struct setup *s)
 	t->ways = s->ways ?: XFRAG_DEF_WAYS;
 	t->skel->rodata->xfrag_buckets = t->buckets;
 	t->skel->rodata->xfrag_ways = t->ways;
+	t->skel->rodata->xfrag_use_meta = use_meta;
 	err = bpf_map__set_max_entries(t->skel->maps.xfrag_table,
 				       t->buckets * t->ways);
 	if (!err && s->nchunks) {
@@ -527,6 +531,39 @@ static int send_rebuilt(struct tctx *t, const struct frame *f,
 }
 
 /*
+ * Without metadata: the hand-off with the highest cookie on this CPU, as
+ * the struct xfrag_meta XDP would have written.
+ */
+static int find_handoff(struct tctx *t, struct xfrag_meta *m, const char *what)
+{
+	size_t wsz = (sizeof(struct xfrag_way) + 7) & ~7UL;
+	__u8 *wbuf = calloc(ncpus, wsz);
+	int found = 0;
+
+	REQUIRE(wbuf, "calloc");
+	memset(m, 0, sizeof(*m));
+	for (__u32 i = 0; i < t->buckets * t->ways; i++) {
+		const struct xfrag_way *w;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.xfrag_table),
+					&i, wbuf))
+			break;
+		w = (const struct xfrag_way *)(wbuf + cur_cpu * wsz);
+		if (w->state != XFRAG_WAY_HANDOFF ||
+		    (found && w->cookie <= m->cookie))
+			continue;
+		found = 1;
+		m->magic = XFRAG_META_MAGIC;
+		m->cpu = cur_cpu;
+		m->way = i;
+		m->cookie = w->cookie;
+	}
+	free(wbuf);
+	REQUIRE(found, "%s: no hand-off held on cpu %d", what, cur_cpu);
+	return 0;
+}
+
+/*
  * XDP_PASS with the completing frame unchanged, a struct xfrag_meta in front
  * of it (test_run returns data from data_meta), and the datagram held in
  * the table for TC: check the stored header and pieces byte by byte.
@@ -544,12 +581,20 @@ static int send_handoff(struct tctx *t, const struct frame *f,
 
 	TRY(xdp(t, f->b, f->len));
 	TRY(verdict(t, XDP_PASS, what));
-	REQUIRE(t->outlen == f->len + sizeof(m),
-		"%s: output %u bytes, want meta + frame = %zu", what,
-		t->outlen, f->len + sizeof(m));
-	memcpy(&m, t->out, sizeof(m));
-	REQUIRE(!memcmp(t->out + sizeof(m), f->b, f->len),
-		"%s: hand-off frame was modified", what);
+	if (use_meta) {
+		REQUIRE(t->outlen == f->len + sizeof(m),
+			"%s: output %u bytes, want meta + frame = %zu", what,
+			t->outlen, f->len + sizeof(m));
+		memcpy(&m, t->out, sizeof(m));
+		REQUIRE(!memcmp(t->out + sizeof(m), f->b, f->len),
+			"%s: hand-off frame was modified", what);
+	} else {
+		/* No metadata on this kernel: the frame goes on as it is and
+		 * TC finds the datagram by key; the newest hand-off of this
+		 * CPU is the one just made. */
+		TRY(same(t, f->b, f->len, what));
+		TRY(find_handoff(t, &m, what));
+	}
 	REQUIRE(m.magic == XFRAG_META_MAGIC && m.cpu == (__u32)cur_cpu &&
 		m.way < t->buckets * t->ways,
 		"%s: bad meta magic %#x cpu %u way %u", what, m.magic, m.cpu,
@@ -2391,6 +2436,10 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	libbpf_set_print(libbpf_log);
 	ncpus = libbpf_num_possible_cpus();
+	use_meta = xf_probe_xdp_meta();
+	if (!use_meta)
+		printf("test_prog: this kernel refuses bpf_xdp_adjust_meta in "
+		       "XDP: hand-offs are found by key\n");
 	if (ncpus <= 0 || sched_getaffinity(0, sizeof(set), &set)) {
 		fprintf(stderr, "test_prog: cannot find CPUs\n");
 		return 1;

@@ -18,6 +18,7 @@
 #include <xdp/libxdp.h>
 #include "common.h"
 #include "xfrag.skel.h"
+#include "probe.h"
 
 /* Our TC-ingress filter: fixed handle and priority so detach finds it. */
 #define XF_TC_HANDLE	0x7866
@@ -162,6 +163,9 @@ static struct xfrag_bpf *open_skel(const char *dir, const __u64 *secret,
 	skel->rodata->xfrag_buckets = buckets;
 	skel->rodata->xfrag_ways = ways;
 	skel->rodata->xfrag_nchunks = nchunks;
+	/* XDP -> TC hand-off through metadata where this kernel allows it;
+	 * otherwise TC finds each hand-off by key (bpf/maps.h). */
+	skel->rodata->xfrag_use_meta = xf_probe_xdp_meta();
 	if (bpf_map__set_max_entries(skel->maps.xfrag_table, buckets * ways) ||
 	    bpf_map__set_max_entries(skel->maps.xfrag_chunks, nchunks) ||
 	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks)) {
