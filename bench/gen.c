@@ -71,7 +71,7 @@ static struct {
 	const char *iface;
 	uint8_t smac[6], dmac[6];
 	int v6, spoof, json, order, dport, sport, size, mtu, streams, flows;
-	int akind, afrags, aonly;
+	int akind, afrags, aonly, csum0, rand_ids;
 	struct in_addr s4, d4;
 	struct in6_addr s6, d6;
 	double loss, duration, rate, arate;
@@ -347,8 +347,14 @@ static void start_tpl(struct tpl *tp, uint64_t dnum)
 {
 	uint16_t port = (uint16_t)(g.sport + dnum % (uint64_t)g.flows);
 	uint8_t *udp = tp->buf + g.stride * tp->first + tp->udpoff;
-	uint32_t id = g.v6 ? ++g.id : (uint16_t)++g.id;
+	uint32_t id;
 
+	/* --random-ids: ids drawn at random, as some systems pick them. */
+	if (g.rand_ids)
+		g.id = (uint32_t)mix(g.id + 0x9e3779b97f4a7c15ull);
+	else
+		g.id++;
+	id = g.v6 ? g.id : (uint16_t)g.id;
 	for (int i = 0; i < tp->nfr; i++) {
 		uint8_t *ip = tp->buf + g.stride * i + ETH_HLEN;
 
@@ -360,7 +366,9 @@ static void start_tpl(struct tpl *tp, uint64_t dnum)
 		}
 	}
 	put16(udp, port);
-	put16(udp + 6, udp_csum(tp->sum0 + port));
+	/* --csum0: IPv4 UDP without checksum (RFC 768), as DNS, syslog and
+	 * tunnels often send it: nothing at L4 catches a mixed datagram. */
+	put16(udp + 6, g.csum0 && !g.v6 ? 0 : udp_csum(tp->sum0 + port));
 }
 
 static void assign(struct slot *s)
@@ -595,6 +603,8 @@ static const char usage_text[] =
 "      --flows F         cycle over source ports sport..sport+F-1 (default 1)\n"
 "      --seed S          PRNG seed (default 1)\n"
 "      --count N         stop after N honest datagrams (default: no limit)\n"
+"      --csum0           honest IPv4 datagrams carry UDP checksum 0\n"
+"      --random-ids      honest datagrams get random ids (default: sequential)\n"
 "      --json            print the summary as one JSON object\n";
 
 static const char *o_src, *o_dst, *o_order = "inorder", *o_akind = "first";
@@ -622,6 +632,8 @@ static const struct optdef {
 	{ "attack-only", 'f', &g.aonly, 0, 0 },
 	{ "flows", 'i', &g.flows, 1, 65535 },	{ "seed", 'u', &g.seed, 0, 1e18 },
 	{ "count", 'u', &g.count, 1, 1e18 },	{ "json", 'f', &g.json, 0, 0 },
+	{ "csum0", 'f', &g.csum0, 0, 0 },
+	{ "random-ids", 'f', &g.rand_ids, 0, 0 },
 };
 #define NDEFS	(int)(sizeof(defs) / sizeof(defs[0]))
 

@@ -12,7 +12,7 @@
  *   pass     a fragment of a 45-fragment datagram passed to the kernel
  * and reported with the matching floor and the ratio.  All runs on CPU 0.
  *
- * usage: micro [--rounds R] [--json FILE]
+ * usage: micro [--rounds R] [--json FILE] [--max-dist N (0: guard off)]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -148,10 +148,14 @@ static double avg(const struct acc *a)
 	       (a->v[a->n / 2 - 1] + (double)a->v[a->n / 2]) / 2;
 }
 
+/* --max-dist: the id-wrap guard's limit (0 off; default: xfrag's). */
+static __u32 max_dist;
+
 static struct xfrag_bpf *xf_load(void)
 {
 	struct xfrag_bpf *s = xfrag_bpf__open();
-	struct xfrag_config cfg = { .flags = XFRAG_CFG_TC };
+	struct xfrag_config cfg = { .flags = XFRAG_CFG_TC,
+				    .max_dist = max_dist };
 	struct bpf_map *m;
 	__u32 zero = 0;
 
@@ -316,14 +320,18 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	FILE *j;
 
-	while ((c = getopt_long(argc, argv, "r:j:", (const struct option[]){
+	while ((c = getopt_long(argc, argv, "r:j:d:", (const struct option[]){
 			{ "rounds", required_argument, NULL, 'r' },
 			{ "json", required_argument, NULL, 'j' },
+			{ "max-dist", required_argument, NULL, 'd' },
 			{ 0 } }, NULL)) != -1) {
 		if (c == 'r')
 			rounds = atoi(optarg);
 		else if (c == 'j')
 			json = optarg;
+		else if (c == 'd')
+			max_dist = atoi(optarg) ? (__u32)atoi(optarg) :
+				   XFRAG_MAX_DIST_OFF;
 		else
 			return 2;
 	}

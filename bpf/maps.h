@@ -107,6 +107,39 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_config SEC(".maps");
 
+/* Id-wrap guard (include/xfrag.h): IPv4 fragments counted per flow slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_guard);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_guard SEC(".maps");
+
+/* Steering (include/xfrag.h): owner slot -> CPU id, [0, steer_ncpus). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XFRAG_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_owners SEC(".maps");
+
+/*
+ * CPU id -> that CPU's queue and kthread, running xfrag_owner (or
+ * xfrag_owner_nf).  Not pinned: only xfrag_xdp holds it, so detaching
+ * xfrag_xdp frees it and stops its kthreads.  Those programs must never
+ * use it: cpumap -> entry -> program -> cpumap would keep it alive.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	/* The kernel refuses more entries than its NR_CPUS: the loader sizes
+	 * it to the possible CPUs; at 1, the object loads anywhere. */
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} xfrag_cpumap SEC(".maps");
+
 /*
  * What a bpf_loop callback carries from one iteration to the next lives
  * here, in map memory, never in the context struct on the caller's stack.

@@ -105,6 +105,30 @@ static __always_inline __u32 xfrag_bucket_base(struct xfrag_pcpu *pc,
 	return (__u32)(((h & 0xffffffff) * xfrag_buckets) >> 32) * xfrag_ways;
 }
 
+/*
+ * SipHash of a datagram's flow: its key without the id (source,
+ * destination, protocol, VLAN), under k0 ^ XFRAG_OWNER_SALT: steering's
+ * owner and the id-wrap guard's slot.
+ */
+static __always_inline __u64 xfrag_flow_hash(const struct xfrag_key *key,
+					     __u64 k0, __u64 k1)
+{
+	struct xfrag_key k = *key;
+
+	k.id = 0;
+	return xfrag_hash(&k, k0 ^ XFRAG_OWNER_SALT, k1);
+}
+
+/* Id-wrap guard slot of the key's flow (this CPU's secret will do). */
+static __always_inline __u32 xfrag_guard_slot(struct xfrag_pcpu *pc,
+					      const struct xfrag_key *key)
+{
+	__u64 k0, k1;
+
+	xfrag_secret_of(pc, &k0, &k1);
+	return xfrag_flow_hash(key, k0, k1) & (XFRAG_GUARD_SLOTS - 1);
+}
+
 /* Quota slot of the key's source (IPv4 address, IPv6 /64). */
 static __always_inline __u32 xfrag_srcq_slot(struct xfrag_pcpu *pc,
 					     const struct xfrag_key *key)

@@ -485,6 +485,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	__u32 slot = 0;
 	__u64 now, timeout;
 	struct xfrag_scan_ctx sc = {};
+	struct xfrag_guard *g = NULL;
+	__u32 gslot = 0, gcnt = 0, max_dist;
 	int match, freew, rule, tc, v6;
 
 	st = xfrag_st();
@@ -536,6 +538,15 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		tc ? XFRAG_TC_MAX_LEN : XFRAG_XDP_MAX_LEN;
 	if (!tc)
 		xfrag_room_learn(ctx, pc);
+	/* The id-wrap guard counts this IPv4 flow's fragments. */
+	max_dist = cfg.max_dist ?: XFRAG_DEF_MAX_DIST;
+	if (!v6 && max_dist != XFRAG_MAX_DIST_OFF) {
+		g = bpf_map_lookup_elem(&xfrag_guard, &zero);
+		if (g) {
+			gslot = xfrag_guard_slot(pc, &p->key);
+			gcnt = ++g->n[XFRAG_IDX(gslot, XFRAG_GUARD_SLOTS)];
+		}
+	}
 
 	/* IPv4 non-last fragments are cut to a multiple of 8, as
 	 * ip_frag_queue() does (RFC 791: offsets count 8-byte units); IPv6
@@ -572,7 +583,22 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			xfrag_pass_track(w, p);
 			return XDP_PASS;
 		}
-	} else {
+		if (g && (w->flags & XFRAG_F_GUARD) && w->gslot == gslot &&
+		    gcnt - w->gmark > max_dist) {
+			/* RFC 4963 4.1: more than max_dist of this flow's
+			 * fragments since this datagram's last one: an id
+			 * reused after a wrap, not its missing part.  Ended,
+			 * as the kernel's ip_frag_too_far() does, and the
+			 * fragment starts a new datagram in its way. */
+			st->reasm_stale++;
+			st->frag_stale += w->nfrags;
+			st->reasm_fails++;
+			xfrag_way_release(w, pc, st);
+			freew = match;
+			match = -1;
+		}
+	}
+	if (match < 0) {
 		hl = xfrag_hl_guess(p);
 		if (xfrag_too_long(p, hl, p->offset + p->len)) {
 			/* Ping of death (RFC 791: 65535 at most), even as the
@@ -719,6 +745,11 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	w->nfrags++;
 	w->rcvd += p->len;
 	w->touched_ns = now;
+	if (g) {
+		w->flags |= XFRAG_F_GUARD;
+		w->gslot = gslot;
+		w->gmark = gcnt;
+	}
 	st->frags_in_flight++;
 	st->bytes_in_flight += p->len;
 	st->mem_in_flight += (__u64)((p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK) *
@@ -729,8 +760,52 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 	return XDP_DROP;	/* consumed: held until the datagram completes */
 }
 
-SEC("xdp.frags")
-int xfrag_xdp(struct xdp_md *ctx)
+/*
+ * Steering: is this fragment's owner another CPU?  Then redirect it there
+ * through xfrag_cpumap and return XDP_REDIRECT; else -1, process it here.
+ * The owner hashes the key without its id (include/xfrag.h), under the
+ * loader's secret: the same on every CPU.  A refused redirect (no cpumap
+ * entry) is counted and the fragment processed where it is.
+ */
+static __always_inline int xfrag_steer(struct xfrag_pkt *p)
+{
+	struct xfrag_config *cp;
+	struct xfrag_stats *st;
+	__u32 zero = 0, n, slot, *cpu;
+	__u64 h;
+
+	cp = bpf_map_lookup_elem(&xfrag_config, &zero);
+	if (!cp || !(cp->flags & XFRAG_CFG_STEER))
+		return -1;
+	n = cp->steer_ncpus;
+	if (!n || n > XFRAG_MAX_CPUS)
+		return -1;
+	h = xfrag_flow_hash(&p->key, xfrag_secret[0], xfrag_secret[1]);
+	slot = (__u32)(((h >> 32) * n) >> 32);
+	cpu = bpf_map_lookup_elem(&xfrag_owners, &slot);
+	if (!cpu || *cpu == bpf_get_smp_processor_id())
+		return -1;
+	st = xfrag_st();
+	if (!st)
+		return -1;
+	if (bpf_redirect_map(&xfrag_cpumap, *cpu, 0) == XDP_REDIRECT) {
+		st->steer_out++;
+		return XDP_REDIRECT;
+	}
+	st->steer_failed++;
+	return -1;
+}
+
+/*
+ * The XDP data path.  `entry` is a compile-time constant: XFRAG_ON_DEVICE
+ * steers fragments to their owner; XFRAG_ON_OWNER (the cpumap entry
+ * points) runs on the owner and never redirects, so no fragment is
+ * redirected twice and those programs never reference xfrag_cpumap.
+ */
+#define XFRAG_ON_DEVICE	0
+#define XFRAG_ON_OWNER	1
+
+static __always_inline int xfrag_xdp_run(struct xdp_md *ctx, const int entry)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -740,6 +815,12 @@ int xfrag_xdp(struct xdp_md *ctx)
 	__u16 vlan = 0;
 	int r;
 
+	if (entry == XFRAG_ON_OWNER) {
+		struct xfrag_stats *st = xfrag_st();
+
+		if (st)
+			st->steer_in++;
+	}
 	switch (xfrag_parse_l2(data, data_end, &l3off, &vlan)) {
 	case ETH_P_IP:
 		r = xfrag_parse_ip4(ctx, data, data_end, l3off, vlan, &p);
@@ -752,10 +833,41 @@ int xfrag_xdp(struct xdp_md *ctx)
 	}
 	if (r == XFRAG_P_NOT_FRAG)
 		return XDP_PASS;
+	if (entry == XFRAG_ON_DEVICE && r == XFRAG_P_FRAG) {
+		int v = xfrag_steer(&p);
+
+		if (v >= 0)
+			return v;
+	}
 	pc = xfrag_busy_enter();
 	r = xfrag_fragment(ctx, &p, r);
 	xfrag_busy_leave(pc);
 	return r;
+}
+
+SEC("xdp.frags")
+int xfrag_xdp(struct xdp_md *ctx)
+{
+	return xfrag_xdp_run(ctx, XFRAG_ON_DEVICE);
+}
+
+/*
+ * The cpumap entry points: fragments steered to their owner.  A cpumap
+ * takes its program's multi-buffer setting from the program that
+ * redirects into it: xfrag_owner where xfrag_xdp runs as its own
+ * program (frags), xfrag_owner_nf under a dispatcher that loaded it
+ * without (libxdp on 6.1).  `xfrag attach` loads the one that fits.
+ */
+SEC("xdp.frags/cpumap")
+int xfrag_owner(struct xdp_md *ctx)
+{
+	return xfrag_xdp_run(ctx, XFRAG_ON_OWNER);
+}
+
+SEC("xdp/cpumap")
+int xfrag_owner_nf(struct xdp_md *ctx)
+{
+	return xfrag_xdp_run(ctx, XFRAG_ON_OWNER);
 }
 
 /* ---- TC ingress: finish datagrams the XDP frame had no room for ------------ */

@@ -166,7 +166,60 @@ struct xfrag_config {
 	__u32 mem_high;		/* bytes per CPU; 0: 7/8 of the budget */
 	__u32 mem_low;		/* bytes per CPU; 0: 3/4 of the budget */
 	__u32 quota;		/* datagrams in flight per source per CPU; 0 off */
+	/* Steering, written by `xfrag attach` (XFRAG_STEER_*). */
+	__u32 steer;		/* mechanism; shown by `xfrag status` */
+	__u32 steer_ncpus;	/* owner CPUs in xfrag_owners[0, n) */
+	__u32 max_dist;		/* id-wrap guard; 0: XFRAG_DEF_MAX_DIST */
 };
+
+/*
+ * Id-wrap guard (RFC 4963 section 4; the kernel's ipfrag_max_dist).  IPv4's
+ * 16-bit id wraps after 65536 datagrams of one (source, destination,
+ * protocol); a datagram that lost a fragment waits for its time-out, and a
+ * later datagram with the same id would complete it with its own bytes.
+ * Each CPU counts the IPv4 fragments of every (source, destination,
+ * protocol, VLAN) in one of XFRAG_GUARD_SLOTS counters (keyed hash;
+ * flows sharing a slot only make the guard stricter); a datagram keeps
+ * its slot's count at its last fragment, and a fragment that finds its
+ * datagram more than max_dist counted fragments old ends it as stale
+ * (reasm_stale, frag_stale) and starts a new datagram.  Steering keeps
+ * each such flow on one CPU, so its count is whole.  The kernel counts
+ * per source over all destinations with a limit of 64; xfrag counts per
+ * flow, as ids are allocated (RFC 791, RFC 6864), and its default leaves
+ * room for many datagrams of one flow in flight at once, while an id wrap
+ * of a flow means at least 65536 datagrams: at least 2 x 65536 fragments
+ * when all are fragmented.  IPv6 ids are 32 bits wide: not guarded.
+ */
+#define XFRAG_GUARD_SLOTS	4096
+#define XFRAG_DEF_MAX_DIST	1024
+#define XFRAG_MAX_DIST_OFF	0xffffffffU	/* `max-dist 0`: no guard */
+#define XFRAG_MAX_MAX_DIST	1000000
+
+struct xfrag_guard {
+	__u32 n[XFRAG_GUARD_SLOTS];	/* per CPU: fragments of each flow slot */
+};
+
+/*
+ * Steering: per-CPU tables need every fragment of a datagram on one CPU.
+ * Each datagram has an owner CPU, picked by the keyed hash of its source,
+ * destination, protocol and VLAN (not its id: one source's sequence stays
+ * on one CPU, as RSS keeps it, and an id-wrap guard sees all of it) over
+ * the xfrag_owners list.  `cpumap`: XDP on the device redirects a fragment
+ * that is not on its owner through xfrag_cpumap, whose entries run the
+ * same reassembly (xfrag_owner*) and never redirect again.  `rps`: the
+ * kernel's RPS hashes every fragment of a datagram alike before generic
+ * XDP runs (skb mode).  0 in `steer`: not set by `xfrag attach`.
+ */
+#define XFRAG_STEER_OFF		1
+#define XFRAG_STEER_CPUMAP	2
+#define XFRAG_STEER_RPS		3
+#define XFRAG_STEER_RPS_OURS	4	/* rps, rps_cpus written by attach */
+/* Owner hash: the table's SipHash under the secret with k0 ^ this salt. */
+#define XFRAG_OWNER_SALT	0x6f776e6572637075ULL	/* "ownercpu" */
+/* Entries of each cpumap queue (frames waiting for the owner's kthread). */
+#define XFRAG_CPUMAP_QSIZE	2048
+/* Set with the cpumap filled: XDP redirects fragments to their owner. */
+#define XFRAG_CFG_STEER		(1U << 2)
 
 /* Set by `xfrag attach` once the TC half is attached. */
 #define XFRAG_CFG_TC		(1U << 0)
@@ -242,6 +295,7 @@ static inline __u32 xfrag_desc_len(const struct xfrag_desc *d)
 #define XFRAG_F_DF		(1U << 2)	/* first fragment had DF */
 #define XFRAG_F_QUOTA		(1U << 3)	/* counted in xfrag_srcq[srcq] */
 #define XFRAG_F_DONE		(1U << 4)	/* pass-through: all bytes went by */
+#define XFRAG_F_GUARD		(1U << 5)	/* gslot, gmark valid */
 
 struct xfrag_way {
 	struct xfrag_key key;
@@ -260,7 +314,9 @@ struct xfrag_way {
 	__u16 ooo;		/* fragments that arrived out of sequence */
 	__u16 srcq;		/* slot of its source in xfrag_srcq */
 	__u8 nh_pos;		/* IPv6: hdr[] byte naming the Fragment header */
-	__u8 pad[3];
+	__u8 pad;
+	__u16 gslot;		/* IPv4: its flow's slot in xfrag_guard */
+	__u32 gmark;		/* that slot's count at its last fragment */
 	__u8 hdr[XFRAG_HDR_MAX];
 	struct xfrag_desc desc[XFRAG_MAX_DESC];
 };
@@ -328,6 +384,11 @@ struct xfrag_pcpu {
 	X(frag_bad_chain, C, "fragments: IPv6 first without whole header chain (RFC 7112)") \
 	X(ip6_reqds, C, "IPv6 fragments received (in reasm_reqds)")	\
 	X(ip6_oks, C, "IPv6 datagrams reassembled (in reasm_oks)")	\
+	X(reasm_stale, C, "datagrams ended by the id-wrap guard (in reasm_fails; ipfrag_max_dist)") \
+	X(frag_stale, C, "fragments: held by a datagram the id-wrap guard ended") \
+	X(steer_out, C, "fragments redirected to their owner CPU (not in reasm_reqds here)") \
+	X(steer_in, C, "fragments arrived from another CPU through the cpumap") \
+	X(steer_failed, C, "fragments not redirected (refused): processed where they arrived") \
 	X(frags_in_flight, G, "fragments held now")			\
 	X(dgrams_in_flight, G, "incomplete datagrams held now")	\
 	X(handoff_pending, G, "complete datagrams waiting for TC now")	\

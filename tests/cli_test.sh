@@ -43,6 +43,12 @@ expect range-buckets 2 $X attach xfc0 --buckets 99999999
 expect range-timeout 2 $X attach xfc0 --timeout 5
 expect bad-mode 2 $X attach xfc0 --mode turbo
 expect bad-number 2 $X attach xfc0 --mem-per-cpu lots
+expect bad-steer 2 $X attach xfc0 --steer sideways
+expect steer-cpumap-skb 2 $X attach xfc0 --mode skb --steer cpumap
+grep -q "needs native mode" /tmp/xf-cli.out && ok steer-cpumap-skb-says-why ||
+	ko steer-cpumap-skb-says-why "$(head -c 300 /tmp/xf-cli.out)"
+expect bad-cpus 2 $X attach xfc0 --cpus 4000
+expect bad-cpus-range 2 $X attach xfc0 --cpus 3-1
 expect stats-not-attached 3 in_ns $X stats xfc0
 expect detach-not-attached 3 in_ns $X detach xfc0
 if id nobody >/dev/null 2>&1; then
@@ -58,6 +64,14 @@ if grep -E '^xfc0 +[0-9]+ +skb +yes +- +64 +4 +262144 +1000 +16' /tmp/xf-cli.out
 	ok status-shows-limits
 else
 	ko status-shows-limits "$(cat /tmp/xf-cli.out)"
+fi
+# skb mode steers with RPS: set by attach on the queues, shown by status.
+rps() { ip netns exec $NS cat /sys/class/net/xfc0/queues/rx-0/rps_cpus; }
+if grep -E '^xfc0 .* 1024 +rps\(set\) +[0-9]+$' /tmp/xf-cli.status >/dev/null &&
+   [ "$(rps | tr -d '0,\n')" != "" ]; then
+	ok status-shows-rps
+else
+	ko status-shows-rps "rps_cpus $(rps): $(cat /tmp/xf-cli.status)"
 fi
 in_ns $X stats xfc0 --json >/tmp/xf-cli.out 2>&1
 if /usr/bin/python3 -c 'import json,sys; d=json.load(open("/tmp/xf-cli.out")); assert d["reasm_reqds"] == 0 and "frag_dup" in d' 2>/dev/null; then
@@ -76,10 +90,15 @@ expect config-help 0 $X config --help
 grep -q "refuse|lru|progress" /tmp/xf-cli.out && ok config-help-keys ||
 	ko config-help-keys "no settings in config --help"
 expect config-set 0 in_ns $X config xfc0 evict=lru warm=20 mem-high=200k \
-	mem-low=100k timeout=2000 quota=5
+	mem-low=100k timeout=2000 quota=5 max-dist=300
 in_ns $X status >/tmp/xf-cli.out 2>&1
-grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400 +5$' /tmp/xf-cli.out >/dev/null &&
+grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400 +5 +300 +[a-z()]+ +[0-9]+$' /tmp/xf-cli.out >/dev/null &&
 	ok config-shown || ko config-shown "$(cat /tmp/xf-cli.out)"
+expect config-guard-off 0 in_ns $X config xfc0 max-dist=0
+in_ns $X status >/tmp/xf-cli.out 2>&1
+grep -E '^xfc0 .* +5 +off +[a-z()]+ +[0-9]+$' /tmp/xf-cli.out >/dev/null &&
+	ok config-guard-off-shown || ko config-guard-off-shown "$(cat /tmp/xf-cli.out)"
+expect config-guard-range 2 in_ns $X config xfc0 max-dist=2000000
 expect config-bad-key 2 in_ns $X config xfc0 speed=fast
 expect config-bad-policy 2 in_ns $X config xfc0 evict=random
 expect config-range 2 in_ns $X config xfc0 timeout=1
@@ -93,5 +112,7 @@ expect detach 0 in_ns $X detach xfc0
 [ ! -e /sys/fs/bpf/xfrag/xfc0 ] && ok detach-unpins || ko detach-unpins "pins left"
 in_ns ip link show xfc0 | grep -q xdp && ko detach-xdp "XDP still attached" ||
 	ok detach-xdp
+[ "$(rps | tr -d '0,\n')" = "" ] && ok detach-clears-rps ||
+	ko detach-clears-rps "rps_cpus $(rps) after detach"
 echo "cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

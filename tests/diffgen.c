@@ -1073,10 +1073,13 @@ static void read_side(const char *path, uint32_t b, struct side *s)
 			in = -1;
 			continue;
 		}
-		if (in != (long)b)
-			continue;
+		/* A datagram line names its batch: it counts wherever it
+		 * falls.  With steering a datagram reassembled on another
+		 * CPU can reach the socket after the end marker, which is
+		 * not a fragment and is never redirected. */
+		(void)in;
 		if (sscanf(line, "d %ld %ld %lu %15s %llx %d %63s", &lb, &idx,
-			   &len, okw, &h, &fam, dst) != 7)
+			   &len, okw, &h, &fam, dst) != 7 || lb != (long)b)
 			continue;
 		s->g = realloc(s->g, (s->n + 1) * sizeof(*s->g));
 		if (!s->g) {

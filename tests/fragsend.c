@@ -11,7 +11,7 @@
  *            [--sport P] [--vlan V] --id ID --size S [--count N]
  *            [--frags SPEC | --mtu M [--order inorder|reverse|random]
  *            [--seed X]] [--dup] [--proto udp|icmp] [--exthdr hbh,dst,rt]
- *            [--gap-us U]
+ *            [--gap-us U] [--cpus A,B,...]
  *
  * SPEC: comma-separated OFF+LEN items (bytes of the fragmentable part),
  * sent in the given order, with optional suffixes
@@ -22,11 +22,17 @@
  *
  * --count N sends datagrams ID..ID+N-1 (seq = ID), their fragments
  * interleaved round-robin: item 0 of every datagram, then item 1, ...
+ *
+ * --cpus A,B,...: item r of every datagram is sent from CPU list[r % n]
+ * (the process moves there first), so each datagram's fragments arrive on
+ * several CPUs, as from senders on different CPUs (on veth the receiving
+ * CPU is the sending one).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <net/if.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -78,6 +84,8 @@ static struct {
 	uint32_t count;
 	const char *frags;
 	uint32_t mtu;
+	int cpus[64];
+	int ncpus;
 	int order;		/* 0 inorder, 1 reverse, 2 random */
 	uint64_t seed;
 	int dup;
@@ -98,7 +106,8 @@ static void usage(void)
 		"usage: fragsend -i IFACE --smac MAC --dmac MAC --src ADDR --dst ADDR --dport P\n"
 		"                [--sport P] [--vlan V] --id ID --size S [--count N]\n"
 		"                [--frags SPEC | --mtu M [--order inorder|reverse|random] [--seed X]]\n"
-		"                [--dup] [--proto udp|icmp] [--exthdr hbh,dst,rt] [--gap-us U]\n");
+		"                [--dup] [--proto udp|icmp] [--exthdr hbh,dst,rt] [--gap-us U]\n"
+		"                [--cpus A,B,...]\n");
 	exit(2);
 }
 
@@ -453,6 +462,7 @@ static const struct option opts[] = {
 	{ "proto", required_argument, NULL, 't' },
 	{ "exthdr", required_argument, NULL, 'e' },
 	{ "gap-us", required_argument, NULL, 'g' },
+	{ "cpus", required_argument, NULL, 'C' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -534,6 +544,19 @@ static void parse_args(int argc, char **argv)
 		case 'e':
 			parse_ext(optarg);
 			break;
+		case 'C': {
+			char *tok, *save = NULL, *list = strdup(optarg);
+
+			for (tok = strtok_r(list, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				if (cfg.ncpus >= 64)
+					die("too many --cpus", optarg);
+				cfg.cpus[cfg.ncpus++] =
+					parse_num(tok, "bad --cpus", 4095);
+			}
+			free(list);
+			break;
+		}
 		case 'g':
 			cfg.gap_us = parse_num(optarg, "bad --gap-us",
 					       100000000);
@@ -669,6 +692,16 @@ int main(int argc, char **argv)
 
 	/* Round-robin over the datagrams: fragment r of each, r = 0.. */
 	for (r = 0; r < nitems; r++) {
+		if (cfg.ncpus) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(cfg.cpus[r % cfg.ncpus], &set);
+			if (sched_setaffinity(0, sizeof(set), &set)) {
+				perror("fragsend: sched_setaffinity");
+				return 1;
+			}
+		}
 		for (i = 0; i < cfg.count; i++) {
 			const struct item *it = &items[dg[i].order[r]];
 			size_t len = build_frame(frame, &dg[i], it);

@@ -324,6 +324,158 @@ t_icmp6() {
 	fi
 }
 
+# ---- Steering: one datagram's fragments on two CPUs ---------------------------
+#
+# Each datagram's fragments are sent alternately from CPUs 0 and 1 (on veth
+# the receiving CPU is the sending one), so without steering every datagram
+# is held as two halves, one per CPU's table, until its time-out.
+
+SPLIT_CPUS=0,1
+SPLIT_OK=0
+
+# split_xfer SRC DST SIZE COUNT: crafted datagrams split over two CPUs,
+# every byte checked; snapshots a and b around them; SPLIT_OK: delivered.
+split_xfer() {
+	local src=$1 dst=$2 size=$3 count=$4 out
+	local port=$((PORT++)) id=$((ID_BASE += 100))
+
+	SPLIT_OK=0
+	snap a
+	xf_recv_start --port "$port" --count "$count" --size "$size" \
+		--timeout-ms 1500 || { bad "receiver"; return 1; }
+	if ! out=$(XF_SND_CPU="" xf_fragsend --dport "$port" --id "$id" \
+			--count "$count" --size "$size" --mtu 1500 \
+			--cpus "$SPLIT_CPUS" --src "$src" --dst "$dst" 2>&1); then
+		bad "fragsend: $out"
+	fi
+	xf_recv_wait
+	SPLIT_OK=$(printf '%s\n' "$XF_RECV_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
+	SPLIT_BAD=$(printf '%s\n' "$XF_RECV_OUT" | sed -n 's/.* bad=\([0-9]*\).*/\1/p')
+	# Steered fragments may still sit in a cpumap queue: let them land.
+	sleep 0.2
+	snap b
+}
+
+# split SRC DST SIZE COUNT: with steering every datagram arrives intact,
+# through xfrag (TC, replay) or, where xfrag hands it on untouched, the
+# kernel.
+split() {
+	local src=$1 dst=$2 size=$3 count=$4 k=Ip
+
+	case $dst in *:*) k=Ip6 ;; esac
+	split_xfer "$src" "$dst" "$size" "$count" || return
+	expect "datagrams delivered intact" -eq "$count" "${SPLIT_OK:-none}"
+	expect "datagrams corrupted" -eq 0 "${SPLIT_BAD:-none}"
+	if ! xf; then
+		expect "kernel ${k}ReasmOKs delta" -eq "$count" "$(kd ${k}ReasmOKs)"
+		return
+	fi
+	expect_no_loss
+	if [ "$MODE" = native ]; then
+		# Half the fragments went to their owner through the cpumap,
+		# and every one of them arrived there.
+		expect "steer_out delta" -gt 0 "$(sd steer_out)"
+		expect "steer_in delta" -eq "$(sd steer_out)" "$(sd steer_in)"
+		expect "steer_failed delta" -eq 0 "$(sd steer_failed)"
+	else
+		expect "steer_out delta (rps)" -eq 0 "$(sd steer_out)"
+	fi
+	if [ "$size" -gt 16000 ] && [ "$MODE" = skb ]; then
+		expect "pass_dgrams delta" -eq "$count" "$(sd pass_dgrams)"
+		expect "kernel ${k}ReasmOKs delta" -eq "$count" "$(kd ${k}ReasmOKs)"
+	elif [ "$size" -gt 16000 ]; then
+		expect "deliver_replay delta" -eq "$count" "$(sd deliver_replay)"
+		expect "kernel ${k}ReasmOKs delta" -eq "$count" "$(kd ${k}ReasmOKs)"
+	else
+		expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
+		expect "kernel ${k}ReasmReqds delta" -eq 0 "$(kd ${k}ReasmReqds)"
+	fi
+}
+
+t_split_4416() { split "$XF_S4" "$XF_R4" 4416 50; }
+t_split_16000() { split "$XF_S4" "$XF_R4" 16000 20; }
+t_split_65507() { split "$XF_S4" "$XF_R4" 65507 5; }
+t_split6_4416() { split "$XF_S6" "$XF_R6" 4416 50; }
+t_split6_16000() { split "$XF_S6" "$XF_R6" 16000 20; }
+t_split6_65507() { split "$XF_S6" "$XF_R6" 65000 5; }
+
+# With --steer off the same traffic is lost: the test can tell.
+t_split_off() {
+	split_xfer "$XF_S4" "$XF_R4" 4416 50 || return
+	expect "datagrams delivered with steering off" -lt 5 "${SPLIT_OK:-none}"
+	expect "frags_in_flight delta (halves held)" -gt 0 "$(sd frags_in_flight)"
+	expect "steer_out delta" -eq 0 "$(sd steer_out)"
+}
+
+t_split6_off() {
+	split_xfer "$XF_S6" "$XF_R6" 16000 20 || return
+	expect "datagrams delivered with steering off" -lt 3 "${SPLIT_OK:-none}"
+	expect "frags_in_flight delta (halves held)" -gt 0 "$(sd frags_in_flight)"
+}
+
+# cycle_send ARGS: bounded crafted traffic to xfr0, unpinned, quiet.
+cycle_send() {
+	timeout 10 ip netns exec "$XF_SND" "$XF_BUILD/fragsend" -i "$XF_SIF" \
+		--smac "$XF_SMAC" --dmac "$XF_RMAC" --dst "$XF_R4" --dport 9 \
+		--size 4416 "$@" >/dev/null 2>&1
+}
+
+# Safety: 20 attach/detach cycles while split traffic and a bounded flood
+# of incomplete datagrams (spoofed source) run; then the kernel log has no
+# soft lockup, RCU stall, warning or oops, no cpumap kthread is left, and
+# xfrag, attached again, delivers split datagrams.
+t_steer_cycles() {
+	local i n0 log pids left
+
+	n0=$(dmesg 2>/dev/null | wc -l)
+	xf_cli detach "$XF_RIF" >/dev/null 2>&1
+	for i in $(seq 20); do
+		if ! xf_cli attach "$XF_RIF" --mode "$MODE" >/dev/null 2>&1; then
+			bad "attach $i failed"
+			break
+		fi
+		cycle_send --id $((i * 100)) --count 20 --mtu 1500 \
+			--cpus "$SPLIT_CPUS" --src "$XF_S4" &
+		pids=$!
+		cycle_send --id $((i * 1000)) --count 400 --frags 0+1480M \
+			--src 10.99.0.77 &
+		pids="$pids $!"
+		sleep 0.05
+		xf_cli detach "$XF_RIF" >/dev/null 2>&1 || bad "detach $i failed"
+		# shellcheck disable=SC2086
+		wait $pids
+	done
+	for _ in $(seq 50); do
+		left=$(ps -e -o comm= | grep -c '^cpumap/')
+		[ "$left" = 0 ] && break
+		sleep 0.1
+	done
+	expect "cpumap kthreads left after detach" -eq 0 "$left"
+	log=$(dmesg 2>/dev/null | tail -n +"$((n0 + 1))" |
+		grep -iE 'soft lockup|rcu.*stall|WARNING:|BUG:|Call Trace|hung task')
+	[ -z "$log" ] || bad "kernel log: $(printf '%s' "$log" | head -3 | tr '\n' ' ')"
+	if ! xf_cli attach "$XF_RIF" --mode "$MODE" >/dev/null 2>&1; then
+		bad "attach after the cycles failed"
+		return
+	fi
+	split "$XF_S4" "$XF_R4" 4416 20
+}
+
+# MODE with --steer off: split datagrams are lost, as the issue measured.
+run_steer_off() {
+	local out
+
+	MODE=$1
+	xf_cli detach "$XF_RIF" >/dev/null 2>&1
+	if ! out=$(xf_cli attach "$XF_RIF" --mode "$MODE" --steer off 2>&1); then
+		fail "$MODE:steer-off:attach" "xfrag attach --steer off: $out"
+		return
+	fi
+	run steer-off-split-4416 t_split_off
+	[ "$XFRAG_IPV6" = 1 ] && run steer-off-split6-16000 t_split6_off
+	xf_cli detach "$XF_RIF" >/dev/null 2>&1
+}
+
 # ---- Standard tools: xdp-loader, tc, bpftool -------------------------------------
 #
 # The object attached without the CLI, as README "Standard tools" shows:
@@ -581,6 +733,14 @@ t_flood() {
 	expect "evictions" -gt 0 "$(zd reasm_evicted)"
 }
 
+# The same with nothing pinned: the scheduler moves the senders between
+# the CPUs, and steering keeps every datagram on its owner.
+t_flood_unpinned() {
+	HONEST_CPU="" honest_under flood-unpinned \
+		"--rate 6000 --attack-rate 12000 --attack-spoof" || return
+	expect "evictions" -gt 0 "$(zd reasm_evicted)"
+}
+
 # ---- The attack catalogue with honest traffic (issue 5) -------------------------
 #
 # honest_under NAME GEN-ARGS [ATTACK-FRAGSEND-ARGS...]: an honest stream
@@ -601,8 +761,9 @@ honest_under() {
 	local fs="$XF_BUILD/fragsend -i $XF_SIF --smac $XF_SMAC --dmac $XF_RMAC"
 	# Both senders on CPU 0, so both streams meet in CPU 0's table (as
 	# RSS would put one source's fragments on one queue), and no sender
-	# moved by the scheduler splits a datagram across CPUs.
-	local XF_SND_CPU=0 XF_A4=10.99.0.3
+	# moved by the scheduler splits a datagram across CPUs; HONEST_CPU=""
+	# leaves them unpinned (steering brings each datagram to one CPU).
+	local XF_SND_CPU=${HONEST_CPU-0} XF_A4=10.99.0.3
 
 	shift 2
 
@@ -796,6 +957,7 @@ run_mode() {
 			return
 		fi
 		pass "$MODE:attach"
+		printf '%s\n' "$out" | sed -n "s/^xfrag: \(steering.*\)/NOTE $MODE: \1/p"
 	fi
 
 	run udp-2000 t_udp_2000
@@ -811,6 +973,7 @@ run_mode() {
 	run overlap t_overlap
 	run interleave t_interleave
 	run flood t_flood
+	xf && [ "$(nproc)" -ge 2 ] && run flood-unpinned t_flood_unpinned
 	if xf; then
 		[ "$MODE" = native ] && run replay-random t_replay_random
 		run attack-rose t_att_rose
@@ -820,6 +983,16 @@ run_mode() {
 		run attack-dups t_att_dups
 		run timeout-inside t_timeout_inside
 		run timeout-outside t_timeout_outside
+	fi
+	if [ "$(nproc)" -ge 2 ]; then
+		run split-4416 t_split_4416
+		run split-16000 t_split_16000
+		run split-65507 t_split_65507
+		if ! xf || [ "$XFRAG_IPV6" = 1 ]; then
+			run split6-4416 t_split6_4416
+			run split6-16000 t_split6_16000
+			run split6-65000 t_split6_65507
+		fi
 	fi
 	if ! xf || [ "$XFRAG_IPV6" = 1 ]; then
 		run udp6-2000 t_udp6_2000
@@ -833,6 +1006,9 @@ run_mode() {
 		run icmp6 t_icmp6
 	fi
 
+	if xf && [ "$(nproc)" -ge 2 ]; then
+		run steer-cycles t_steer_cycles
+	fi
 	if xf; then
 		if ! out=$(xf_cli detach "$XF_RIF" 2>&1); then
 			fail "$MODE:detach" "xfrag detach: $out"
@@ -867,6 +1043,11 @@ main() {
 			for m in $MODES; do
 				run_mode "$m"
 			done
+			if [ "$XFRAG_NONE" != 1 ] && [ "$(nproc)" -ge 2 ]; then
+				for m in $MODES; do
+					run_steer_off "$m"
+				done
+			fi
 			if [ "$XFRAG_NONE" != 1 ] && [ "$XFRAG_LOADER" = 1 ]; then
 				for m in $MODES; do
 					run_loader "$m"

@@ -16,7 +16,7 @@ run_suite() {
 	fi
 	local log=tests/out/$name.log
 	echo "== $name"
-	"$@" 2>&1 | tee "$log" | grep -E '^(PASS|FAIL|SKIP)' || true
+	"$@" 2>&1 | tee "$log" | grep -E '^(PASS|FAIL|SKIP|NOTE)' || true
 	local rc=${PIPESTATUS[0]}
 	local p f
 	p=$(grep -c '^PASS' "$log")

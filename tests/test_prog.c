@@ -166,6 +166,8 @@ struct setup {
 	__u32 evict, warm_ms, quota;
 	int xdp_only;
 	int replay;				/* XFRAG_CFG_REPLAY */
+	int owner;			/* also load xfrag_owner, size the cpumap */
+	__u32 max_dist;				/* id-wrap guard */
 };
 
 static int prove_room(struct tctx *t);
@@ -180,6 +182,7 @@ static int load(struct tctx *t, const struct setup *s)
 		.evict = s->evict,
 		.warm_ms = s->warm_ms,
 		.quota = s->quota,
+		.max_dist = s->max_dist,
 	};
 	__u32 zero = 0;
 	int err;
@@ -203,6 +206,16 @@ static int load(struct tctx *t, const struct setup *s)
 					       s->nchunks);
 	}
 	REQUIRE(!err, "set_max_entries: %d", err);
+	/* The cpumap entry points only where a test steers (load time). */
+	bpf_program__set_autoload(t->skel->progs.xfrag_owner, s->owner);
+	/* xfrag_owner_nf runs the same code: loaded as a plain XDP program
+	 * it can be test-run, which no kernel does for a cpumap program. */
+	bpf_program__set_autoload(t->skel->progs.xfrag_owner_nf, s->owner);
+	bpf_program__set_expected_attach_type(t->skel->progs.xfrag_owner_nf,
+					      BPF_XDP);
+	if (s->owner)
+		REQUIRE(!bpf_map__set_max_entries(t->skel->maps.xfrag_cpumap,
+						  ncpus), "cpumap size");
 	{
 		/* Fresh, private maps for every test: no pinning. */
 		struct bpf_map *m;
@@ -1985,6 +1998,286 @@ static int t_cross_cpu(struct tctx *t)
 	return 0;
 }
 
+/* ---- Id-wrap guard ----------------------------------------------------------- */
+
+static __s64 delta(const struct snap *a, const struct snap *b, int c)
+{
+	return (__s64)(b->v[c] - a->v[c]);
+}
+
+/* Every guard slot of every CPU at `v` (wrap-around arithmetic). */
+static int guard_fill(struct tctx *t, __u32 v)
+{
+	size_t sz = sizeof(struct xfrag_guard);
+	struct xfrag_guard *g = calloc(ncpus, sz);
+	__u32 zero = 0;
+	int err;
+
+	REQUIRE(g, "calloc");
+	for (int c = 0; c < ncpus; c++)
+		for (int i = 0; i < XFRAG_GUARD_SLOTS; i++)
+			g[c].n[i] = v;
+	err = bpf_map_update_elem(bpf_map__fd(t->skel->maps.xfrag_guard),
+				  &zero, g, BPF_ANY);
+	free(g);
+	REQUIRE(!err, "guard map: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * RFC 4963: datagram `old` (id 500) lost its last fragment; `gap` more
+ * fragments of the same flow go by (complete 2-fragment datagrams, ids
+ * 501..); then a later datagram with the same id 500 sends its last
+ * fragment.  arg: bit 0 guard off, bit 1 counters start near 2^32 (the
+ * count wraps in between), bit 2 one fragment fewer than the limit.  With
+ * the guard (limit 8) the stale head is ended (reasm_stale, frag_stale)
+ * and the tail starts a new datagram; at the limit, or with the guard
+ * off, the tail completes the head: a datagram of two originals (the
+ * failure the guard exists for, shown so the test can tell).
+ */
+static int t_guard(struct tctx *t)
+{
+	int off = t->arg & 1, wrap = t->arg & 2, within = t->arg & 4;
+	struct dgram *old = udp_dgram(500, 2000), *o2;
+	__u32 limit = 8, gap = within ? limit - 1 : limit;
+	struct snap s0, s1;
+	struct frame f;
+	struct fl fl[2];
+	int mixed;
+
+	TRY(load(t, &(struct setup){ .max_dist = off ? XFRAG_MAX_DIST_OFF :
+							 limit }));
+	if (wrap)
+		TRY(guard_fill(t, 0xfffffffaU));
+	TRY(snap(t, -1, &s0));
+	mkfrag(&f, old, 0, 1480, 1, 0);
+	TRY(send_drop(t, &f, "first fragment of id 500"));
+	/* gap fragments: whole datagrams 501.., then one first fragment. */
+	for (__u32 i = 0; i + 2 <= gap; i += 2) {
+		struct dgram *d = udp_dgram(501 + i / 2, 2000);
+
+		split(d, 1480, fl);
+		TRY(send_seq(t, d, fl, NULL, 2, END_REBUILT));
+	}
+	if (gap & 1) {
+		mkfrag(&f, udp_dgram(600, 2000), 0, 1480, 1, 0);
+		TRY(send_drop(t, &f, "first fragment of id 600"));
+	}
+	/* A new datagram with id 500 (other bytes): its last fragment. */
+	o2 = dg();
+	build(o2, &(struct dopt){ .id = 500, .udp_len = 2000, .seed = 77 });
+	mkfrag(&f, o2, 1480, 520, 0, 0);
+	TRY(xdp(t, f.b, f.len));
+	TRY(snap(t, -1, &s1));
+	mixed = t->ret == XDP_PASS;
+	if (off || within) {
+		REQUIRE(mixed && delta(&s0, &s1, C_reasm_stale) == 0,
+			"%s: the tail did not complete the held head (XDP_%s, "
+			"reasm_stale %+lld)", off ? "guard off" : "at the limit",
+			vname(t->ret), (long long)delta(&s0, &s1, C_reasm_stale));
+		return 0;
+	}
+	TRY(verdict(t, XDP_DROP, "tail of the new id 500: held, not merged"));
+	REQUIRE(delta(&s0, &s1, C_reasm_stale) == 1 &&
+		delta(&s0, &s1, C_frag_stale) == 1 &&
+		delta(&s0, &s1, C_reasm_oks) == gap / 2 &&
+		delta(&s0, &s1, C_reasm_fails) == 1 &&
+		delta(&s0, &s1, C_frags_in_flight) == 1 + (gap & 1),
+		"reasm_stale %+lld frag_stale %+lld reasm_oks %+lld "
+		"reasm_fails %+lld frags_in_flight %+lld",
+		(long long)delta(&s0, &s1, C_reasm_stale),
+		(long long)delta(&s0, &s1, C_frag_stale),
+		(long long)delta(&s0, &s1, C_reasm_oks),
+		(long long)delta(&s0, &s1, C_reasm_fails),
+		(long long)delta(&s0, &s1, C_frags_in_flight));
+	/* The new datagram completes with its own first fragment. */
+	mkfrag(&f, o2, 0, 1480, 1, 0);
+	return send_rebuilt(t, &f, o2, "first fragment of the new id 500");
+}
+
+/* Other flows' fragments never age a datagram: the count is per flow. */
+static int t_guard_flows(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(700, 2000), *e = dg();
+	struct frame f;
+
+	TRY(load(t, &(struct setup){ .max_dist = 4 }));
+	mkfrag(&f, d, 0, 1480, 1, 0);
+	TRY(send_drop(t, &f, "first fragment of id 700"));
+	/* 20 first fragments from 20 other sources (other flows). */
+	for (int x = 1; x <= 20; x++) {
+		build(e, &(struct dopt){ .id = 700, .udp_len = 2000 });
+		mkfrag(&f, e, 0, 1480, 1, 0);
+		f.b[e->l3off + 14] = x;
+		ip_csum(f.b + e->l3off);
+		TRY(send_drop(t, &f, "other flow"));
+	}
+	mkfrag(&f, d, 1480, 520, 0, 0);
+	return send_rebuilt(t, &f, d, "last fragment of id 700");
+}
+
+/* ---- Steering ---------------------------------------------------------------- */
+
+/* Give fragment f (of d) the source address 10.0.x.1. */
+static void set_src(struct frame *f, const struct dgram *d, __u8 x)
+{
+	__u8 *ip = f->b + d->l3off;
+
+	ip[14] = x;
+	ip_csum(ip);
+}
+
+static int on_cpu(struct tctx *t, int cpu, const struct frame *f)
+{
+	REQUIRE(!pin(cpu), "pin cpu %d: %s", cpu, strerror(errno));
+	return xdp(t, f->b, f->len);
+}
+
+/*
+ * The owner decision (include/xfrag.h, steering): every fragment of a
+ * datagram, and every datagram of a source, has the same owner CPU; on
+ * its owner a fragment is processed, elsewhere it is redirected
+ * (XDP_REDIRECT, steer_out, not in reasm_reqds there); 64 sources use both
+ * CPUs; the cpumap entry point processes what it gets and never
+ * redirects; a redirect without a cpumap entry is steer_failed and the
+ * fragment is processed where it arrived.  Non-fragments pass untouched.
+ */
+static int t_steer(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(70, 2000), *e = udp_dgram(71, 2000);
+	struct bpf_cpumap_val val = { .qsize = 64 };
+	struct xfrag_config cfg;
+	struct frame f, g;
+	struct snap s0, s1;
+	__u32 zero = 0, slot, redirects = 0, frames = 0;
+	int cfd, ofd, cmfd, own_b = -1, n_a = 0, n_b = 0;
+
+	if (cpu_b < 0)
+		return 1;	/* skipped */
+	TRY(load(t, &(struct setup){ .owner = 1 }));
+	cfd = bpf_map__fd(t->skel->maps.xfrag_config);
+	ofd = bpf_map__fd(t->skel->maps.xfrag_owners);
+	cmfd = bpf_map__fd(t->skel->maps.xfrag_cpumap);
+	REQUIRE(!bpf_map_lookup_elem(cfd, &zero, &cfg), "config read");
+	cfg.flags |= XFRAG_CFG_STEER;
+	cfg.steer = XFRAG_STEER_CPUMAP;
+	cfg.steer_ncpus = 2;
+	slot = 0;
+	REQUIRE(!bpf_map_update_elem(ofd, &slot, &cpu_a, BPF_ANY) &&
+		!bpf_map_update_elem(ofd, &(__u32){ 1 }, &cpu_b, BPF_ANY),
+		"owner list: %s", strerror(errno));
+	val.bpf_prog.fd = bpf_program__fd(t->skel->progs.xfrag_owner);
+	REQUIRE(!bpf_map_update_elem(cmfd, &cpu_a, &val, BPF_ANY) &&
+		!bpf_map_update_elem(cmfd, &cpu_b, &val, BPF_ANY),
+		"cpumap entries: %s", strerror(errno));
+	REQUIRE(!bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY), "config");
+	TRY(snap(t, -1, &s0));
+
+	/* Plain packets are never steered. */
+	build(e, &(struct dopt){ .id = 3, .udp_len = 1000 });
+	memcpy(g.b, e->b, e->len);
+	g.len = e->len;
+	for (int c = 0; c < 2; c++) {
+		REQUIRE(!pin(c ? cpu_b : cpu_a), "pin");
+		TRY(send_pass(t, &g, "plain UDP"));
+	}
+	for (int x = 1; x <= 64; x++) {
+		__u32 ra, rb, rc;
+
+		/* First fragment on A, last on B: exactly one is off its
+		 * owner and redirected; the other is held (consumed). */
+		mkfrag(&f, d, 0, 1480, 1, 0);
+		set_src(&f, d, x);
+		TRY(on_cpu(t, cpu_a, &f));
+		ra = t->ret;
+		mkfrag(&f, d, 1480, 520, 0, 0);
+		set_src(&f, d, x);
+		TRY(on_cpu(t, cpu_b, &f));
+		rb = t->ret;
+		REQUIRE((ra == XDP_REDIRECT && rb == XDP_DROP) ||
+			(ra == XDP_DROP && rb == XDP_REDIRECT),
+			"source %d: XDP_%s on cpu A, XDP_%s on cpu B: want one "
+			"redirect and one held", x, vname(ra), vname(rb));
+		/* Another datagram (id) of the same source: same owner. */
+		mkfrag(&f, e, 1480, 520, 0, 0);
+		set_src(&f, e, x);
+		TRY(on_cpu(t, cpu_a, &f));
+		rc = t->ret;
+		REQUIRE(rc == ra, "source %d: id %u on cpu A XDP_%s, id %u "
+			"XDP_%s: the id changed the owner", x, 70, vname(ra),
+			71, vname(rc));
+		frames += 3;
+		redirects += 1 + (rc == XDP_REDIRECT);
+		if (ra == XDP_REDIRECT) {
+			n_b++;
+			own_b = x;
+		} else {
+			n_a++;
+		}
+	}
+	REQUIRE(n_a && n_b, "64 sources all owned by one CPU (A %d, B %d)",
+		n_a, n_b);
+	TRY(snap(t, -1, &s1));
+	REQUIRE(s1.v[C_steer_out] - s0.v[C_steer_out] == redirects &&
+		s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds] == frames - redirects &&
+		s1.v[C_steer_failed] == s0.v[C_steer_failed],
+		"steer_out %+lld (want %u), reasm_reqds %+lld (want %u), "
+		"steer_failed %+lld (want 0)",
+		(long long)(s1.v[C_steer_out] - s0.v[C_steer_out]), redirects,
+		(long long)(s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds]),
+		frames - redirects,
+		(long long)(s1.v[C_steer_failed] - s0.v[C_steer_failed]));
+
+	/* The cpumap entry point on A takes a fragment owned by B: it is
+	 * processed (held), never redirected again. */
+	{
+		LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1);
+
+		mkfrag(&f, d, 0, 1480, 1, 0);
+		set_src(&f, d, own_b);
+		f.b[d->l3off + 5] ^= 0x55;	/* another id: a fresh datagram */
+		ip_csum(f.b + d->l3off);
+		o.data_in = f.b;
+		o.data_size_in = f.len;
+		s0 = s1;
+		REQUIRE(!pin(cpu_a), "pin");
+		REQUIRE(!bpf_prog_test_run_opts(
+			    bpf_program__fd(t->skel->progs.xfrag_owner_nf), &o),
+			"owner program test_run: %s", strerror(errno));
+		t->ret = o.retval;
+		TRY(check_invariants(t));
+		TRY(verdict(t, XDP_DROP, "owner program, fragment owned by B"));
+		TRY(snap(t, -1, &s1));
+		REQUIRE(s1.v[C_steer_in] - s0.v[C_steer_in] == 1 &&
+			s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds] == 1 &&
+			s1.v[C_steer_out] == s0.v[C_steer_out],
+			"owner program: steer_in %+lld reasm_reqds %+lld "
+			"steer_out %+lld, want +1 +1 +0",
+			(long long)(s1.v[C_steer_in] - s0.v[C_steer_in]),
+			(long long)(s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds]),
+			(long long)(s1.v[C_steer_out] - s0.v[C_steer_out]));
+	}
+
+	/* No cpumap entry for B: the redirect is refused, counted, and the
+	 * fragment processed on A. */
+	REQUIRE(!bpf_map_delete_elem(cmfd, &cpu_b), "cpumap delete: %s",
+		strerror(errno));
+	mkfrag(&f, d, 0, 1480, 1, 0);
+	set_src(&f, d, own_b);
+	f.b[d->l3off + 5] ^= 0x33;
+	ip_csum(f.b + d->l3off);
+	s0 = s1;
+	TRY(on_cpu(t, cpu_a, &f));
+	TRY(verdict(t, XDP_DROP, "no cpumap entry for the owner"));
+	TRY(snap(t, -1, &s1));
+	REQUIRE(s1.v[C_steer_failed] - s0.v[C_steer_failed] == 1 &&
+		s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds] == 1,
+		"steer_failed %+lld reasm_reqds %+lld, want +1 +1",
+		(long long)(s1.v[C_steer_failed] - s0.v[C_steer_failed]),
+		(long long)(s1.v[C_reasm_reqds] - s0.v[C_reasm_reqds]));
+	return 0;
+}
+
 /* ---- IPv6 ------------------------------------------------------------------ */
 
 struct d6 {
@@ -2407,6 +2700,13 @@ static const struct {
 	{ "multibuf_rebuild", t_multibuf, 0 },
 	{ "missing_fragment", t_missing, 0 },
 	{ "cross_cpu", t_cross_cpu, 0 },
+	{ "steer_owner", t_steer, 0 },
+	{ "guard_stale_head", t_guard, 0 },
+	{ "guard_off_merges", t_guard, 1 },
+	{ "guard_count_wraps", t_guard, 2 },
+	{ "guard_at_limit", t_guard, 4 },
+	{ "guard_at_limit_wraps", t_guard, 6 },
+	{ "guard_per_flow", t_guard_flows, 0 },
 	{ "ip6_inorder_2frag", t6_complete, 0 },
 	{ "ip6_reverse_3frag", t6_complete, 1 },
 	{ "ip6_ext_hdrs_3frag", t6_complete, 2 },

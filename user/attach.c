@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* xfrag attach / detach. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,21 +61,26 @@ static int ensure_bpffs(void)
 	return 0;
 }
 
-static const char *const pinned_maps[] = {
-	"xfrag_table", "xfrag_chunks", "xfrag_free",
-	"xfrag_pcpu", "xfrag_stats", "xfrag_config", "xfrag_srcq",
-	"xfrag_sweep",
-};
-
+/* Remove every pin in IFACE's folder (maps only: xfrag pins nothing else),
+ * then the folder. */
 static void unpin_all(const char *ifname)
 {
-	char dir[192], path[256];
+	char dir[192], path[512];
+	struct dirent *de;
+	DIR *d;
 
 	if (xf_pin_dir(dir, sizeof(dir), ifname))
 		return;
-	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
-		unlink(path);
+	d = opendir(dir);
+	if (d) {
+		while ((de = readdir(d))) {
+			if (!strncmp(de->d_name, "xfrag_", 6)) {
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 de->d_name);
+				unlink(path);
+			}
+		}
+		closedir(d);
 	}
 	rmdir(dir);
 }
@@ -139,20 +145,20 @@ static int tc_detach(int ifindex)
 }
 
 /*
- * Open the object for the pin folder dir, with its table geometry and hash
- * secret, and the libxdp program around it; NULL on failure (said).
+ * Open the object for the pin folder dir with its table geometry and hash
+ * secret; only the programs named in `progs` (NULL-terminated) are loaded.
+ * NULL on failure (said).
  */
-static struct xfrag_bpf *open_skel(const char *dir, const __u64 *secret,
-				   __u32 buckets, __u32 ways, __u32 nchunks,
-				   struct xdp_program **progp)
+static struct xfrag_bpf *open_obj(const char *dir, const __u64 *secret,
+				  __u32 buckets, __u32 ways, __u32 nchunks,
+				  const char *const *progs)
 {
 	/* libbpf pins every map by name in dir when it loads. */
 	DECLARE_LIBBPF_OPTS(bpf_object_open_opts, oopts, .pin_root_path = dir);
 	struct xfrag_bpf *skel = xfrag_bpf__open_opts(&oopts);
-	struct xdp_program *prog;
-	int err;
+	struct bpf_program *p;
+	int ncpu = libbpf_num_possible_cpus();
 
-	*progp = NULL;
 	if (!skel) {
 		fprintf(stderr, "xfrag attach: cannot open BPF object: %s\n",
 			strerror(errno));
@@ -168,10 +174,37 @@ static struct xfrag_bpf *open_skel(const char *dir, const __u64 *secret,
 	skel->rodata->xfrag_use_meta = xf_probe_xdp_meta();
 	if (bpf_map__set_max_entries(skel->maps.xfrag_table, buckets * ways) ||
 	    bpf_map__set_max_entries(skel->maps.xfrag_chunks, nchunks) ||
-	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks)) {
+	    bpf_map__set_max_entries(skel->maps.xfrag_free, nchunks) ||
+	    ncpu <= 0 ||
+	    bpf_map__set_max_entries(skel->maps.xfrag_cpumap, ncpu)) {
 		fprintf(stderr, "xfrag attach: cannot size maps\n");
-		goto fail;
+		xfrag_bpf__destroy(skel);
+		return NULL;
 	}
+	bpf_object__for_each_program(p, skel->obj) {
+		bool on = false;
+
+		for (const char *const *n = progs; *n; n++)
+			on |= !strcmp(bpf_program__name(p), *n);
+		bpf_program__set_autoload(p, on);
+	}
+	return skel;
+}
+
+/* The object for attach: XDP and TC, and the libxdp program around it. */
+static struct xfrag_bpf *open_skel(const char *dir, const __u64 *secret,
+				   __u32 buckets, __u32 ways, __u32 nchunks,
+				   struct xdp_program **progp)
+{
+	static const char *const progs[] = { "xfrag_xdp", "xfrag_tc", NULL };
+	struct xfrag_bpf *skel = open_obj(dir, secret, buckets, ways, nchunks,
+					  progs);
+	struct xdp_program *prog;
+	int err;
+
+	*progp = NULL;
+	if (!skel)
+		return NULL;
 	{
 		DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts, .obj = skel->obj,
 				    .prog_name = "xfrag_xdp");
@@ -195,6 +228,80 @@ fail:
 	return NULL;
 }
 
+/*
+ * Steering through the cpumap: the owner list, then one cpumap entry per
+ * owner CPU running the owner program from a second copy of the object
+ * (its maps are the pinned ones).  A cpumap takes the multi-buffer setting
+ * of the program redirecting into it: xfrag_owner (frags) fits xfrag_xdp
+ * alone; under libxdp's dispatcher on 6.1 only xfrag_owner_nf is taken.
+ * 0, or -errno with the reason said.
+ */
+static int steer_cpumap(const char *dir, const __u64 *secret, __u32 buckets,
+			__u32 ways, __u32 nchunks, struct xfrag_bpf *skel,
+			const __u32 *cpus, int n, const char **variant)
+{
+	static const char *const names[2] = { "xfrag_owner", "xfrag_owner_nf" };
+	int cmfd = bpf_map__fd(skel->maps.xfrag_cpumap);
+	int ofd = bpf_map__fd(skel->maps.xfrag_owners);
+	int err = 0;
+
+	for (int i = 0; i < n; i++) {
+		__u32 slot = i;
+
+		if (bpf_map_update_elem(ofd, &slot, &cpus[i], BPF_ANY)) {
+			err = -errno;
+			fprintf(stderr, "xfrag attach: owner list: %s\n",
+				strerror(errno));
+			return err;
+		}
+	}
+	for (int v = 0; v < 2; v++) {
+		const char *const progs[] = { names[v], NULL };
+		struct bpf_cpumap_val val = { .qsize = XFRAG_CPUMAP_QSIZE };
+		struct xfrag_bpf *o;
+		struct bpf_program *p;
+		int i;
+
+		o = open_obj(dir, secret, buckets, ways, nchunks, progs);
+		if (!o)
+			return -EINVAL;
+		p = bpf_object__find_program_by_name(o->obj, names[v]);
+		err = p ? xfrag_bpf__load(o) : -ENOENT;
+		if (err) {
+			fprintf(stderr, "xfrag attach: cannot load %s: %s\n",
+				names[v], strerror(-err));
+			xfrag_bpf__destroy(o);
+			return err;
+		}
+		val.bpf_prog.fd = bpf_program__fd(p);
+		/* The first entry tells whether this variant fits. */
+		if (bpf_map_update_elem(cmfd, &cpus[0], &val, BPF_ANY)) {
+			err = -errno;
+			xfrag_bpf__destroy(o);
+			continue;
+		}
+		for (i = 1; i < n; i++) {
+			if (bpf_map_update_elem(cmfd, &cpus[i], &val, BPF_ANY)) {
+				err = -errno;
+				break;
+			}
+		}
+		xfrag_bpf__destroy(o);	/* the entries hold the program */
+		if (i < n) {
+			fprintf(stderr, "xfrag attach: cpumap entry for CPU %u: %s\n",
+				cpus[i], strerror(-err));
+			for (int j = 0; j < i; j++)
+				bpf_map_delete_elem(cmfd, &cpus[j]);
+			return err;
+		}
+		*variant = names[v];
+		return 0;
+	}
+	fprintf(stderr, "xfrag attach: the cpumap takes neither owner program "
+		"(%s)\n", strerror(-err));
+	return err;
+}
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 {
 	const char *ifname = argv[0];
@@ -208,7 +315,12 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	char dir[192], path[256];
 	int ifindex, err, ret = XF_EXIT_BPF, cfd;
 	bool tc = !xf_opt(opts, "no-tc")->set;
-	__u32 zero = 0, nchunks;
+	__u32 zero = 0, nchunks, steer = XFRAG_STEER_CPUMAP;
+	struct xf_opt *steer_o = xf_opt(opts, "steer");
+	static __u32 cpus[XFRAG_MAX_CPUS];
+	const char *variant = NULL, *why = NULL;
+	char cpulist[256];
+	int ncpus;
 	__u64 secret[2];
 	(void)argc;
 
@@ -222,6 +334,48 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			return XF_EXIT_USAGE;
 		}
 	}
+	if (mode == XDP_MODE_SKB)
+		steer = XFRAG_STEER_RPS;
+	if (steer_o->set) {
+		if (!strcmp(steer_o->val, "cpumap"))
+			steer = XFRAG_STEER_CPUMAP;
+		else if (!strcmp(steer_o->val, "rps"))
+			steer = XFRAG_STEER_RPS;
+		else if (!strcmp(steer_o->val, "off"))
+			steer = XFRAG_STEER_OFF;
+		else if (strcmp(steer_o->val, "auto")) {
+			fprintf(stderr, "xfrag attach: --steer must be auto, "
+				"cpumap, rps or off\n");
+			return XF_EXIT_USAGE;
+		}
+	}
+	if (steer == XFRAG_STEER_CPUMAP && mode == XDP_MODE_SKB) {
+		/* Obstacle seen on 6.12 and 6.18: every skb a cpumap passes on
+		 * after generic XDP is dropped by the IP layer (mac_len 0). */
+		fprintf(stderr, "xfrag attach: --steer cpumap needs native mode: "
+			"in skb mode the kernel drops what a cpumap passes on "
+			"(6.12, 6.18); use --steer rps\n");
+		return XF_EXIT_USAGE;
+	}
+	if (xf_opt(opts, "cpus")->set) {
+		ncpus = xf_parse_cpus(xf_opt(opts, "cpus")->val, cpus,
+				      XFRAG_MAX_CPUS);
+		if (ncpus < 0 || (int)cpus[ncpus - 1] >=
+				 libbpf_num_possible_cpus()) {
+			fprintf(stderr, "xfrag attach: --cpus: not a list of "
+				"this machine's CPUs: %s\n",
+				xf_opt(opts, "cpus")->val);
+			return XF_EXIT_USAGE;
+		}
+	} else {
+		ncpus = xf_online_cpus(cpus, XFRAG_MAX_CPUS);
+		if (ncpus < 0) {
+			fprintf(stderr, "xfrag attach: cannot read the online "
+				"CPUs; give --cpus\n");
+			return XF_EXIT_FAIL;
+		}
+	}
+	xf_cpus_str(cpus, ncpus, cpulist, sizeof(cpulist));
 	if (xf_opt(opts, "buckets")->set)
 		buckets = xf_opt(opts, "buckets")->num;
 	if (xf_opt(opts, "ways")->set)
@@ -253,7 +407,8 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
 	cfg.evict = XFRAG_DEF_EVICT;
 	for (const char *const *k = (const char *const[]){ "evict", "warm",
-			"mem-high", "mem-low", "quota", NULL }; *k; k++) {
+			"mem-high", "mem-low", "quota", "max-dist", NULL };
+	     *k; k++) {
 		struct xf_opt *o = xf_opt(opts, *k);
 
 		if (o->set && xf_config_set(&cfg, *k, o->val))
@@ -364,6 +519,57 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY);
 	}
 
+	/* Steering last: fragments reach their owner only once everything
+	 * else is in place.  A mechanism that cannot be set up fails the
+	 * attach: steering never turns itself off silently. */
+	cfg.steer = steer;
+	if (steer == XFRAG_STEER_CPUMAP) {
+		err = steer_cpumap(dir, secret, buckets, ways, nchunks, skel,
+				   cpus, ncpus, &variant);
+		if (err) {
+			fprintf(stderr, "xfrag attach: steering through a cpumap "
+				"failed; --steer off attaches without it\n");
+			goto detach;
+		}
+		cfg.steer_ncpus = ncpus;
+		cfg.flags |= XFRAG_CFG_STEER;
+	} else if (steer == XFRAG_STEER_RPS) {
+		int r = xf_rps_set(ifname, cpus, ncpus, &why);
+
+		if (r < 0) {
+			fprintf(stderr, "xfrag attach: RPS for steering: %s; "
+				"--steer off attaches without it\n", why);
+			goto detach;
+		}
+		cfg.steer = r;
+		cfg.steer_ncpus = ncpus;
+	}
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+		fprintf(stderr, "xfrag attach: cannot write config: %s\n",
+			strerror(errno));
+		if (cfg.steer == XFRAG_STEER_RPS_OURS)
+			xf_rps_clear(ifname);
+		goto detach;
+	}
+	switch (cfg.steer) {
+	case XFRAG_STEER_CPUMAP:
+		printf("xfrag: steering: each datagram's fragments go to its "
+		       "owner CPU among %s through a cpumap (%s)\n", cpulist,
+		       variant);
+		break;
+	case XFRAG_STEER_RPS_OURS:
+		printf("xfrag: steering: RPS set on %s's receive queues to CPUs "
+		       "%s (detach clears it)\n", ifname, cpulist);
+		break;
+	case XFRAG_STEER_RPS:
+		printf("xfrag: steering: RPS was already set on %s: left as it "
+		       "is, it keeps each datagram on one CPU\n", ifname);
+		break;
+	default:
+		printf("xfrag: steering off: a datagram whose fragments arrive "
+		       "on two CPUs is held as two halves until its time-out\n");
+		break;
+	}
 	if (kernel_has_enum_value("BPF_F_TIMER_CPU_PIN") == 0)
 		printf("xfrag: %s\n", XF_SWEEP_UNPINNED_NOTE);
 	printf("xfrag: attached to %s (XDP %s mode%s), maps pinned in %s\n",
@@ -437,6 +643,22 @@ int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts)
 		}
 		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
 		return XF_EXIT_IFACE;
+	}
+	{
+		struct xfrag_config cfg = {};
+		__u32 zero = 0;
+		int fd = xf_pin_open(ifname, "xfrag_config");
+
+		if (fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+		    cfg.steer == XFRAG_STEER_RPS_OURS) {
+			if (xf_rps_clear(ifname))
+				fprintf(stderr, "xfrag detach: could not clear "
+					"the RPS attach set on %s\n", ifname);
+			else
+				printf("xfrag: RPS cleared on %s\n", ifname);
+		}
+		if (fd >= 0)
+			close(fd);
 	}
 	e1 = xdp_detach(ifindex);
 	e2 = tc_detach(ifindex);

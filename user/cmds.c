@@ -40,6 +40,14 @@ static struct xf_opt attach_opts[] = {
 	    "3/4 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
 	NUM("quota", "N", "in-flight datagrams per source per CPU (0: off)",
 	    "0", 0, 65535),
+	NUM("max-dist", "N", "id-wrap guard: IPv4 fragments of one flow after "
+	    "which an incomplete datagram is stale (0: off)",
+	    STR(XFRAG_DEF_MAX_DIST), 0, XFRAG_MAX_MAX_DIST),
+	STROPT("steer", "auto|cpumap|rps|off",
+	       "bring every fragment of a datagram to one CPU: cpumap (native "
+	       "mode), rps (skb mode), off", "auto: cpumap in native mode, rps in skb mode"),
+	STROPT("cpus", "LIST", "CPUs that own datagrams, e.g. 0-3,6",
+	       "all online CPUs"),
 	END
 };
 

@@ -94,6 +94,14 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 		   const struct xfrag_config *cfg, const char *tc,
 		   const char *room);
 
+/* Steering (steer.c). */
+int xf_parse_cpus(const char *s, __u32 *cpus, int max);
+int xf_online_cpus(__u32 *cpus, int max);
+void xf_cpus_str(const __u32 *cpus, int n, char *buf, size_t len);
+int xf_rps_set(const char *ifname, const __u32 *cpus, int n, const char **why);
+int xf_rps_clear(const char *ifname);
+const char *xf_steer_name(__u32 steer);
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);

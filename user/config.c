@@ -13,6 +13,9 @@
 #include <bpf/bpf.h>
 #include "common.h"
 
+#define XF_STR_(x) #x
+#define XF_STR(x) XF_STR_(x)
+
 static const char *const evict_names[] = {
 	[XFRAG_EVICT_REFUSE] = "refuse",
 	[XFRAG_EVICT_LRU] = "lru",
@@ -44,6 +47,10 @@ static const struct tunable {
 	  XFRAG_MAX_MEM, offsetof(struct xfrag_config, mem_low) },
 	{ "quota", "in-flight datagrams per source (IPv6: /64) per CPU, 0 off",
 	  0, 65535, offsetof(struct xfrag_config, quota) },
+	{ "max-dist", "id-wrap guard: IPv4 fragments of a flow after which an "
+	  "incomplete datagram is stale, 0 off (default "
+	  XF_STR(XFRAG_DEF_MAX_DIST) ")", 0, XFRAG_MAX_MAX_DIST,
+	  offsetof(struct xfrag_config, max_dist) },
 };
 
 void xf_config_keys(FILE *f)
@@ -83,6 +90,10 @@ int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val)
 				(unsigned long long)t->max, val);
 			return -EINVAL;
 		}
+		/* In the map 0 means the default: "off" has a value of
+		 * its own there. */
+		if (t->off == offsetof(struct xfrag_config, max_dist) && !v)
+			v = XFRAG_MAX_DIST_OFF;
 		*(__u32 *)((char *)cfg + t->off) = v;
 		return 0;
 	}

@@ -95,6 +95,14 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 					(unsigned long long)field(&pc[c], i));
 		fprintf(f, "  %s\n", xf_counters[i].help);
 	}
+	/* Fragments dropped in a full cpumap queue are counted nowhere by
+	 * the kernel: what left one CPU and never reached its owner. */
+	if (sum->steer_out || sum->steer_in)
+		fprintf(f, "  %-18s %14lld  %s\n", "steer_lost",
+			(long long)(sum->steer_out - sum->steer_in),
+			"fragments redirected but not arrived (steer_out - "
+			"steer_in): queued now or dropped in a full cpumap "
+			"queue");
 }
 
 int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
@@ -240,12 +248,28 @@ static void pcpu_state(const char *ifname, bool tc_flag, const char **tc,
 	free(pc);
 }
 
+const char *xf_steer_name(__u32 steer)
+{
+	switch (steer) {
+	case XFRAG_STEER_OFF:
+		return "off";
+	case XFRAG_STEER_CPUMAP:
+		return "cpumap";
+	case XFRAG_STEER_RPS:
+		return "rps";
+	case XFRAG_STEER_RPS_OURS:
+		return "rps(set)";
+	default:
+		return "none";	/* not attached by `xfrag attach` */
+	}
+}
+
 void xf_status_header(FILE *f)
 {
-	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s\n",
+	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s %8s %-8s %s\n",
 		"interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
 		"mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
-		"mem_low", "quota");
+		"mem_low", "quota", "max_dist", "steer", "cpus");
 }
 
 /* One line of `xfrag status`: cfg as read from the map (0: defaults). */
@@ -256,7 +280,14 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 	__u32 mem = cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM;
 
 	mem -= mem % XFRAG_CHUNK;
-	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u\n",
+	char dist[16];
+
+	if (cfg->max_dist == XFRAG_MAX_DIST_OFF)
+		snprintf(dist, sizeof(dist), "off");
+	else
+		snprintf(dist, sizeof(dist), "%u",
+			 cfg->max_dist ? cfg->max_dist : XFRAG_DEF_MAX_DIST);
+	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u %8s %-8s %u\n",
 		ifname, ifindex,
 		cfg->buckets ? mode_name(cfg->xdp_mode) : "loader", tc, room,
 		cfg->buckets ? cfg->buckets : XFRAG_DEF_BUCKETS,
@@ -270,7 +301,7 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 				(unsigned long long)mem * 7 / 8,
 		cfg->mem_low ? (unsigned long long)cfg->mem_low :
 			       (unsigned long long)mem * 3 / 4,
-		cfg->quota);
+		cfg->quota, dist, xf_steer_name(cfg->steer), cfg->steer_ncpus);
 }
 
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)

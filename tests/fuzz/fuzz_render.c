@@ -8,7 +8,7 @@
  *   stats --interval --json       rates within rounding of (cur - prev) / s
  *   stats [--per-cpu] [--interval] one header and one line per counter,
  *                                 the values and help in their columns
- *   status                        the 14 columns after the name as
+ *   status                        the 17 columns after the name as
  *                                 documented (0 in the map: the default)
  *   the per-CPU tc/room verdict and the per-CPU sum, against models.
  *
@@ -197,7 +197,9 @@ static void check_table(const char *ifname, const struct xfrag_stats *sum,
 		nl += buf[i] == '\n';
 	for (const char *q = ifname; *q; q++)
 		nl -= *q == '\n';	/* the name is printed as it is */
-	XF_CHECK(nl == NCOUNTERS + 1, "table: %zu lines", nl);
+	/* One more line, steer_lost, once steering has moved anything. */
+	XF_CHECK(nl == NCOUNTERS + 1 + !!(sum->steer_out | sum->steer_in),
+		 "table: %zu lines", nl);
 	XF_CHECK(!strncmp(buf, "xfrag counters on ", 18) &&
 		 !strncmp(buf + 18, ifname, strlen(ifname)),
 		 "table: header does not name the interface");
@@ -240,6 +242,19 @@ static void check_table(const char *ifname, const struct xfrag_stats *sum,
 		XF_CHECK(!strncmp(p, "  ", 2) && !strcmp(p + 2, ctr[i].help),
 			 "table %s: help column '%s'", ctr[i].name, p);
 	}
+	if (sum->steer_out | sum->steer_in) {
+		long long v;
+
+		next = strchr(line, '\n') + 1;
+		next[-1] = 0;
+		XF_CHECK(!strncmp(line, "  steer_lost ", 13),
+			 "table: no steer_lost row: '%.40s'", line);
+		v = strtoll(line + 13, &end, 10);
+		XF_CHECK(end > line + 13 &&
+			 v == (long long)(sum->steer_out - sum->steer_in),
+			 "table steer_lost: '%.60s'", line);
+		line = next;
+	}
 	XF_CHECK(line == buf + len, "table: more after the counters");
 }
 
@@ -262,7 +277,7 @@ static void check_status(const char *ifname, unsigned int ifindex,
 			 const char *room)
 {
 	unsigned long long mem = c->mem_per_cpu ? c->mem_per_cpu : 2U << 20;
-	char want[14][32], *buf = NULL, *tok[64], *save = NULL, *t;
+	char want[17][32], *buf = NULL, *tok[64], *save = NULL, *t;
 	size_t len = 0;
 	int n = 0;
 
@@ -282,17 +297,27 @@ static void check_status(const char *ifname, unsigned int ifindex,
 	snprintf(want[11], 32, "%llu", c->mem_high ? c->mem_high : mem * 7 / 8);
 	snprintf(want[12], 32, "%llu", c->mem_low ? c->mem_low : mem * 3 / 4);
 	snprintf(want[13], 32, "%u", c->quota);
+	if (c->max_dist == XFRAG_MAX_DIST_OFF)
+		snprintf(want[14], 32, "off");
+	else
+		snprintf(want[14], 32, "%u", c->max_dist ? c->max_dist : 1024);
+	snprintf(want[15], 32, "%s",
+		 c->steer == XFRAG_STEER_OFF ? "off" :
+		 c->steer == XFRAG_STEER_CPUMAP ? "cpumap" :
+		 c->steer == XFRAG_STEER_RPS ? "rps" :
+		 c->steer == XFRAG_STEER_RPS_OURS ? "rps(set)" : "none");
+	snprintf(want[16], 32, "%u", c->steer_ncpus);
 
 	RENDER(buf, len, xf_status_row(f, ifname, ifindex, c, tc, room));
 	XF_CHECK(len && buf[len - 1] == '\n', "status: no final newline");
 	for (t = strtok_r(buf, " \t\n\v\f\r", &save); t && n < 64;
 	     t = strtok_r(NULL, " \t\n\v\f\r", &save))
 		tok[n++] = t;
-	XF_CHECK(n >= 14, "status: %d columns", n);
-	for (int i = 0; i < 14; i++)
-		XF_CHECK(!strcmp(tok[n - 14 + i], want[i]),
+	XF_CHECK(n >= 17, "status: %d columns", n);
+	for (int i = 0; i < 17; i++)
+		XF_CHECK(!strcmp(tok[n - 17 + i], want[i]),
 			 "status column %d: '%s', expected '%s'", i + 2,
-			 tok[n - 14 + i], want[i]);
+			 tok[n - 17 + i], want[i]);
 	RENDER(buf, len, xf_status_header(f));
 	check_one_line(buf, len, "status header");
 }
