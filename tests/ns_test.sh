@@ -354,6 +354,7 @@ split_xfer() {
 	# Steered fragments may still sit in a cpumap queue: let them land.
 	sleep 0.2
 	snap b
+	echo "NOTE $MODE split $size to $dst: ${SPLIT_OK:-?}/$count delivered intact$(xf && echo ", steer_out $(sd steer_out), steer_in $(sd steer_in)")"
 }
 
 # split SRC DST SIZE COUNT: with steering every datagram arrives intact,
@@ -393,6 +394,27 @@ split() {
 }
 
 t_split_4416() { split "$XF_S4" "$XF_R4" 4416 50; }
+
+# 3000 bytes, first fragment last: rebuilt in the frame on the owner (in
+# native mode the cpumap program's frame grows like the device's).
+t_split_inplace() {
+	local port=$((PORT++)) id=$((ID_BASE += 100)) out
+
+	snap a
+	xf_recv_start --port "$port" --count 20 --size 3000 \
+		--timeout-ms 1500 || { bad "receiver"; return 1; }
+	out=$(XF_SND_CPU="" xf_fragsend --dport "$port" --id "$id" --count 20 \
+		--size 3000 --mtu 1500 --order reverse --cpus "$SPLIT_CPUS" \
+		--src "$XF_S4" --dst "$XF_R4" 2>&1) || bad "fragsend: $out"
+	xf_recv_wait || bad "receiver: $XF_RECV_OUT $(xf_recv_detail)"
+	sleep 0.2
+	snap b
+	xf || return
+	expect_no_loss
+	expect "reasm_oks delta" -eq 20 "$(sd reasm_oks)"
+	[ "$MODE" = native ] &&
+		expect "deliver_xdp delta (in the frame)" -gt 0 "$(sd deliver_xdp)"
+}
 t_split_16000() { split "$XF_S4" "$XF_R4" 16000 20; }
 t_split_65507() { split "$XF_S4" "$XF_R4" 65507 5; }
 t_split6_4416() { split "$XF_S6" "$XF_R6" 4416 50; }
@@ -474,6 +496,110 @@ run_steer_off() {
 	run steer-off-split-4416 t_split_off
 	[ "$XFRAG_IPV6" = 1 ] && run steer-off-split6-16000 t_split6_off
 	xf_cli detach "$XF_RIF" >/dev/null 2>&1
+}
+
+# ---- Id-wrap guard (RFC 4963) ----------------------------------------------------
+#
+# wrap_xfer GEN-ARGS...: 2400-byte UDP datagrams (two fragments) from one
+# source, WRAP_N x 65536 of them (the 16-bit id wraps WRAP_N times, well
+# within the 30 s time-out) at 60k frames/s, each fragment lost with
+# probability 0.5 % (about 1 % of the datagrams lose one, and their other
+# half waits for a later datagram with the same id); the sink checks every
+# byte.  Sets WRAP_SENT (complete datagrams sent), WRAP_OK, WRAP_BAD
+# (datagrams made of two originals reach the application only with UDP
+# checksum 0).
+WRAP_N=${XFRAG_WRAPS:-3}
+WRAP_SRC=110
+wrap_xfer() {
+	local ready=$XF_TMP/wsink.ready s g port=$((PORT++))
+	# A source of its own: earlier tests' held halves are other flows.
+	local src=10.99.0.$((WRAP_SRC++))
+
+	rm -f "$ready"
+	snap a
+	xf_rcv "$XF_BUILD/sink" --port "$port" --duration 120 --idle-ms 2000 \
+		--json --ready-file "$ready" >"$XF_TMP/wsink.json" 2>&1 &
+	s=$!
+	for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.02; done
+	g=$(XF_SND_CPU=0 xf_snd "$XF_BUILD/gen" -i "$XF_SIF" --smac "$XF_SMAC" \
+		--dmac "$XF_RMAC" --src "$src" --dst "$XF_R4" --dport "$port" \
+		--size 2400 --mtu 1500 --streams 1 --loss 0.5 --rate 60000 \
+		--duration 0 --count $((WRAP_N * 65536)) --seed 5 --json "$@" 2>&1) ||
+		bad "gen: $g"
+	wait "$s"
+	snap b
+	WRAP_SENT=$(printf '%s' "$g" | sed -n 's/.*"datagrams_sent":\([0-9]*\).*/\1/p')
+	WRAP_OK=$(sed -n 's/.*"ok":\([0-9]*\).*/\1/p' "$XF_TMP/wsink.json")
+	WRAP_BAD=$(sed -n 's/.*"bad":\([0-9]*\).*/\1/p' "$XF_TMP/wsink.json")
+	echo "NOTE $MODE wrap x$WRAP_N $*: sent ${WRAP_SENT:-?} complete, delivered ${WRAP_OK:-?}, corrupt ${WRAP_BAD:-?}, stale $(xf && sd reasm_stale)"
+}
+
+# With the guard (the default; the kernel alone: ipfrag_max_dist) no
+# datagram of two originals reaches the application, and no more than the
+# lossy ones' share is lost.
+wrap_guarded() {
+	wrap_xfer "$@" || return
+	expect "corrupt datagrams delivered" -eq 0 "${WRAP_BAD:-none}"
+	expect "complete datagrams lost (x100 <= sent)" -le "${WRAP_SENT:-0}" \
+		$(( (${WRAP_SENT:-0} - ${WRAP_OK:-0}) * 100 ))
+	xf && expect "reasm_stale delta" -gt 0 "$(sd reasm_stale)"
+}
+t_wrap_csum0() { wrap_guarded --csum0; }
+t_wrap_csum() { wrap_guarded; }
+
+# The guard off: datagrams of two originals do reach the application
+# (the failure the guard is there for: this test can tell).
+t_wrap_off() {
+	xf_cli config "$XF_RIF" max-dist=0 >/dev/null || { bad "config"; return; }
+	wrap_xfer --csum0
+	xf_cli config "$XF_RIF" max-dist=1024 >/dev/null || bad "config back"
+	expect "corrupt datagrams delivered with the guard off" -gt 0 \
+		"${WRAP_BAD:-none}"
+}
+
+# Nothing honest is lost to the guard: random ids (some systems pick them),
+# and 400 datagrams of one flow in flight at once (the kernel's limit of
+# 64 fragments per source would end them), no fragment lost.
+guard_clean() {
+	local ready=$XF_TMP/gsink.ready s g sent ok port=$((PORT++))
+
+	# The halves the wrap tests left behind (same flow, 30 s time-out)
+	# would meet these random ids: let them time out first.
+	if xf; then
+		xf_cli config "$XF_RIF" timeout=500 >/dev/null || bad "config"
+	else
+		xf_rcv sysctl -qw net.ipv4.ipfrag_time=1
+	fi
+	sleep 1.6
+	xf && { xf_cli config "$XF_RIF" timeout=30000 >/dev/null || bad "config back"; }
+	xf || xf_rcv sysctl -qw net.ipv4.ipfrag_time="${XF_FRAGTIME:-30}"
+	rm -f "$ready"
+	snap a
+	xf_rcv "$XF_BUILD/sink" --port "$port" --duration 60 --idle-ms 1500 \
+		--json --ready-file "$ready" >"$XF_TMP/gsink.json" 2>&1 &
+	s=$!
+	for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.02; done
+	g=$(XF_SND_CPU=0 xf_snd "$XF_BUILD/gen" -i "$XF_SIF" --smac "$XF_SMAC" \
+		--dmac "$XF_RMAC" --src "$XF_S4" --dst "$XF_R4" --dport "$port" \
+		--size 2400 --mtu 1500 --rate 40000 --duration 0 --count 20000 \
+		--json "$@" 2>&1) || bad "gen: $g"
+	wait "$s"
+	snap b
+	sent=$(printf '%s' "$g" | sed -n 's/.*"datagrams_sent":\([0-9]*\).*/\1/p')
+	ok=$(sed -n 's/.*"ok":\([0-9]*\).*/\1/p' "$XF_TMP/gsink.json")
+	echo "NOTE $MODE guard $*: ${ok:-?}/${sent:-?} delivered$(xf && echo ", reasm_stale $(sd reasm_stale)")"
+	# The kernel alone ends a datagram after 64 of its source's
+	# fragments (ipfrag_max_dist): 400 interleaved datagrams are all
+	# lost there (measured: 0 of 20000), which only the note shows.
+	[ "$MODE" = none ] && [ "${GUARD_KERNEL_LOSES:-0}" = 1 ] && return
+	expect "datagrams delivered" -eq "${sent:-none}" "${ok:-0}"
+	xf && expect "reasm_stale delta" -eq 0 "$(sd reasm_stale)"
+}
+# One datagram at a time: two in flight at once with the same random id
+# collide whatever the guard does (RFC 4963 2.2; the kernel too).
+t_guard_random_ids() { guard_clean --random-ids --streams 1; }
+t_guard_many_flows() {
+	GUARD_KERNEL_LOSES=1 guard_clean --streams 400 --flows 400
 }
 
 # ---- Standard tools: xdp-loader, tc, bpftool -------------------------------------
@@ -986,6 +1112,7 @@ run_mode() {
 	fi
 	if [ "$(nproc)" -ge 2 ]; then
 		run split-4416 t_split_4416
+		run split-inplace t_split_inplace
 		run split-16000 t_split_16000
 		run split-65507 t_split_65507
 		if ! xf || [ "$XFRAG_IPV6" = 1 ]; then
@@ -1006,6 +1133,16 @@ run_mode() {
 		run icmp6 t_icmp6
 	fi
 
+	if grep -qw 'xfrag.vm=1' /proc/cmdline 2>/dev/null; then
+		# 400k frames at 60k frames/s: beyond an emulated (TCG) guest.
+		echo "SKIP $MODE:wrap-*: the id-wrap tests need the host's speed (the guard's unit tests run here)"
+	elif [ "$MODE" != skb ]; then
+		run wrap-csum0 t_wrap_csum0
+		run wrap-csum t_wrap_csum
+		xf && run wrap-guard-off t_wrap_off
+		run guard-random-ids t_guard_random_ids
+		run guard-many-flows t_guard_many_flows
+	fi
 	if xf && [ "$(nproc)" -ge 2 ]; then
 		run steer-cycles t_steer_cycles
 	fi
