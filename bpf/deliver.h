@@ -87,6 +87,80 @@ __noinline int xfrag_store(struct xdp_md *ctx, __u32 way, __u32 poff,
 	return sc.err ? -1 : 0;
 }
 
+/*
+ * Are p's bytes those of the held fragment with its offset and length
+ * (pieces from w->desc[di] on)?  RFC 8200 4.5 lets a reassembler drop an
+ * *exact* duplicate; one with other bytes is not one (an id reused after
+ * a wrap, or an evasion attempt), and the caller treats it as an overlap.
+ * Compared only on that path (duplicates are rare): one bpf_loop iteration
+ * per 8 bytes, a piece read from the packet into xfrag_scratch at its
+ * start.  Like xfrag_store_one(), each iteration finds its piece from its
+ * index alone; the verdict is carried in map memory (lv->cmp).
+ */
+struct xfrag_cmp_ctx {
+	struct xdp_md *ctx;
+	struct xfrag_way *w;
+	__u64 poff, len, di;
+};
+
+static long xfrag_cmp_one(__u32 k, void *data)
+{
+	struct xfrag_cmp_ctx *c = data;
+	struct xfrag_loopvar *lv = xfrag_lv();
+	__u64 b = (__u64)k * 8, off, a, h, mask = ~0ULL;
+	struct xfrag_chunk *pkt, *held;
+	__u32 piece, d, ci, plen, zero = 0;
+
+	if (!lv)
+		return 1;
+	if (b >= c->len)
+		return 1;
+	piece = b / XFRAG_CHUNK;
+	off = b - (__u64)piece * XFRAG_CHUNK;
+	d = c->di + piece;
+	if (d >= XFRAG_MAX_DESC)
+		goto err;
+	plen = xfrag_desc_len(&c->w->desc[d]);
+	ci = c->w->desc[d].chunk;
+	if (plen > XFRAG_CHUNK || off >= plen || off > XFRAG_CHUNK - 8)
+		goto err;
+	pkt = bpf_map_lookup_elem(&xfrag_scratch, &zero);
+	held = bpf_map_lookup_elem(&xfrag_chunks, &ci);
+	if (!pkt || !held)
+		goto err;
+	if (off == 0 &&
+	    bpf_xdp_load_bytes(c->ctx, c->poff + b, pkt->data, plen))
+		goto err;
+	a = *(__u64 *)(pkt->data + off);
+	h = *(__u64 *)(held->data + off);
+	if (plen - off < 8)	/* little-endian: the first bytes are low */
+		mask = (1ULL << ((plen - off) * 8)) - 1;
+	if ((a ^ h) & mask) {
+		lv->cmp.differs = 1;
+		return 1;
+	}
+	return 0;
+err:
+	lv->cmp.differs = 2;	/* cannot happen: the kernel's verdict holds */
+	return 1;
+}
+
+/* 1: the same bytes (or not known), 0: other bytes.  Global: verified once. */
+__noinline int xfrag_same_bytes(struct xdp_md *ctx, __u32 way, __u32 di,
+				__u32 poff, __u32 len)
+{
+	struct xfrag_cmp_ctx c = { .ctx = ctx, .poff = poff, .len = len,
+				   .di = di };
+	struct xfrag_loopvar *lv = xfrag_lv();
+
+	c.w = bpf_map_lookup_elem(&xfrag_table, &way);
+	if (!lv || !c.w || len > 65535 || di >= XFRAG_MAX_DESC)
+		return 1;
+	lv->cmp.differs = 0;
+	bpf_loop((len + 7) / 8, xfrag_cmp_one, &c, 0);
+	return lv->cmp.differs != 1;
+}
+
 /* Make w->hdr the header of the unfragmented datagram. */
 static __always_inline void xfrag_fix_hdr(struct xfrag_way *w)
 {

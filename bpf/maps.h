@@ -107,6 +107,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xfrag_config SEC(".maps");
 
+/* One fragment's piece, read from the packet to be compared with a held
+ * copy (xfrag_same_bytes()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_chunk);
+} xfrag_scratch SEC(".maps");
+
 /* Id-wrap guard (include/xfrag.h): IPv4 fragments counted per flow slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -163,7 +172,11 @@ struct xfrag_loopvar {
 	struct {
 		__u32 cur_s, cur_e;	/* stored fragment being walked */
 		__u32 overlap, exact;
+		__u32 cur_i, exact_i;	/* its first piece; the exact one's */
 	} fit;			/* xfrag_fit_one() */
+	struct {
+		__u32 differs;
+	} cmp;			/* xfrag_cmp_one() */
 };
 
 struct {

@@ -34,9 +34,12 @@ static long xfrag_fit_one(__u32 i, void *data)
 	if (!(d.lenm1 & XFRAG_DESC_CONT)) {
 		/* A new stored fragment starts: close the previous one. */
 		if (lv->fit.cur_e && lv->fit.cur_s == c->s &&
-		    lv->fit.cur_e == c->e)
+		    lv->fit.cur_e == c->e) {
 			lv->fit.exact = 1;
+			lv->fit.exact_i = lv->fit.cur_i;
+		}
 		lv->fit.cur_s = ps;
+		lv->fit.cur_i = i;
 	}
 	lv->fit.cur_e = pe;
 	if (ps < c->e && c->s < pe)
@@ -63,11 +66,15 @@ static __always_inline int xfrag_fit(struct xfrag_way *w, __u32 s, __u32 e)
 	c.lv->fit.cur_e = 0;
 	c.lv->fit.overlap = 0;
 	c.lv->fit.exact = 0;
+	c.lv->fit.cur_i = 0;
+	c.lv->fit.exact_i = 0;
 	if (n > XFRAG_MAX_DESC)
 		n = XFRAG_MAX_DESC;
 	bpf_loop(n, xfrag_fit_one, &c, 0);
-	if (c.lv->fit.cur_e && c.lv->fit.cur_s == s && c.lv->fit.cur_e == e)
+	if (c.lv->fit.cur_e && c.lv->fit.cur_s == s && c.lv->fit.cur_e == e) {
 		c.lv->fit.exact = 1;
+		c.lv->fit.exact_i = c.lv->fit.cur_i;
+	}
 	if (!c.lv->fit.overlap)
 		return XFRAG_FIT_NEW;
 	return c.lv->fit.exact ? XFRAG_FIT_DUP : XFRAG_FIT_OVERLAP;
@@ -83,6 +90,7 @@ enum xfrag_rule {
 	XFRAG_R_OVERLAP,
 	XFRAG_R_TOO_MANY,
 	XFRAG_R_BAD_LEN,
+	XFRAG_R_DUP_CHANGED,
 };
 
 /*
@@ -167,6 +175,10 @@ static __always_inline int xfrag_reject(struct xfrag_way *w, int rule,
 		break;
 	case XFRAG_R_OVERLAP:
 		st->frag_overlap++;
+		st->reasm_overlaps++;
+		break;
+	case XFRAG_R_DUP_CHANGED:
+		st->frag_dup_changed++;
 		st->reasm_overlaps++;
 		break;
 	default:

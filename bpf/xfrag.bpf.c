@@ -684,6 +684,18 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 
 	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len : xfrag_hl_guess(p);
 	rule = xfrag_check(w, p, hl, max_frags);
+	if (rule == XFRAG_R_DUP) {
+		struct xfrag_loopvar *lv = xfrag_lv();
+
+		/* RFC 8200 4.5: only an *exact* duplicate is dropped and the
+		 * datagram kept; the same range with other bytes is an
+		 * overlap (Linux compares offsets only and keeps the first
+		 * copy's bytes).  This ends the stale-head path of an id
+		 * wrap even with the guard off (README, Rules). */
+		if (lv && !xfrag_same_bytes(ctx, idx, lv->fit.exact_i,
+					    p->poff, p->len))
+			rule = XFRAG_R_DUP_CHANGED;
+	}
 	if (rule == XFRAG_R_DUP && !p->more) {
 		/* A last fragment with a held range: Linux sets the end
 		 * before it finds the duplicate (ip_frag_queue,

@@ -367,6 +367,7 @@ struct xfrag_pcpu {
 	X(frag_passed, C, "fragments: passed to the kernel untouched")	\
 	X(frag_dup, C, "fragments: exact duplicate dropped")		\
 	X(frag_overlap, C, "fragments: overlapping data (RFC 5722)")	\
+	X(frag_dup_changed, C, "fragments: offset and length of one held, other bytes: an overlap (RFC 8200 4.5)") \
 	X(frag_timeout, C, "fragments: datagram timed out")		\
 	X(frag_refused, C, "fragments: refused, no free way in bucket") \
 	X(frag_nomem, C, "fragments: refused, memory budget spent")	\

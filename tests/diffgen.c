@@ -841,6 +841,22 @@ static void port_open(struct port *p, const char *ifname, const char *dmac)
 	memcpy(p->sll.sll_addr, p->dmac, 6);
 }
 
+/*
+ * Payload byte o of frame r.  Other bytes, same checksum: the two 16-bit
+ * words of every 4-byte group swapped (one's complement sums commute), the
+ * headers before the UDP data left alone.  A copy that wins reaches the
+ * socket, and its bytes tell which one won.
+ */
+static uint8_t byte_of(const struct dg *d, const struct fr *r, uint32_t o)
+{
+	uint32_t q = o;
+
+	if (r->corrupt && o >= d->postlen + 8 &&
+	    (o | 3) < r->off + r->len && (o | 3) < d->flen)
+		q = o ^ 2;
+	return q < d->flen ? d->l4[q] : 0;
+}
+
 /* One frame of d (fragment r) into buf; returns its length. */
 static size_t build_frame(uint8_t *buf, const struct port *pt,
 			  const struct dg *d, const struct fr *r)
@@ -908,18 +924,8 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 		p[7] = d->id & 0xff;
 		p += 8;
 	}
-	for (uint32_t i = 0; i < r->len; i++) {
-		uint32_t o = r->off + i, q = o;
-
-		/* Other bytes, same checksum: the two 16-bit words of every
-		 * 4-byte group swapped (one's complement sums commute), the
-		 * headers before the UDP data left alone.  A copy that wins
-		 * reaches the socket, and its bytes tell which one won. */
-		if (r->corrupt && o >= d->postlen + 8 &&
-		    (o | 3) < r->off + r->len && (o | 3) < d->flen)
-			q = o ^ 2;
-		p[i] = q < d->flen ? d->l4[q] : 0;
-	}
+	for (uint32_t i = 0; i < r->len; i++)
+		p[i] = byte_of(d, r, r->off + i);
 	return (size_t)(p - buf) + r->len;
 }
 
@@ -1129,20 +1135,24 @@ enum cat {
 	C_V6_BAD_LEN,	/* IPv6 non-last fragment not 8k: datagram dropped */
 	C_TOO_MANY,	/* more than max-frags fragments */
 	C_V6_TOO_LONG,	/* IPv6 fragment beyond 65535: datagram dropped */
+	C_DUP_CHANGED,	/* a held range again, other bytes: an overlap */
 	C_XMORE,
 	C_V4_TOO_LONG = C_XMORE,	/* IPv4 one: never queued by xfrag */
 	C_RESTART,	/* after a contained overlap, later copies make one */
+	C_DUP_RESTART,	/* after a changed duplicate, the same */
 	C_NCATS,
 };
 
 static const char *const cat_name[C_NCATS] = {
 	"oversize_late", "contained_overlap",
 	"v6_bad_len", "too_many_frags", "v6_too_long_discards",
-	"v4_too_long_not_queued", "contained_overlap_restart",
+	"dup_other_bytes", "v4_too_long_not_queued",
+	"contained_overlap_restart", "dup_other_bytes_restart",
 };
 static const char *const cat_counter[C_NCATS] = {
 	"frag_oversize", "frag_overlap", "frag_bad_len",
-	"frag_too_many", "frag_too_long", "frag_too_long", "frag_overlap",
+	"frag_too_many", "frag_too_long", "frag_dup_changed",
+	"frag_too_long", "frag_overlap", "frag_dup_changed",
 };
 
 /* Biggest L2 header any of d's frames has (what xfrag's limit counts). */
@@ -1192,6 +1202,39 @@ static int has_contained(const struct dg *d)
 		}
 		if (!exact && cov >= e)
 			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Is some frame of d (untagged, in send order) the range of an earlier
+ * one with other bytes?  (Kernel: a duplicate, the first copy kept;
+ * xfrag, RFC 8200 4.5: not an exact duplicate, an overlap.)
+ */
+static int has_changed_dup(const struct dg *d)
+{
+	for (uint32_t i = 1; i < d->nfr; i++) {
+		const struct fr *f = &d->fr[i];
+		uint32_t s = f->off, e = f->off + f->len;
+
+		if (f->tci >= 0 && (f->tci & 0xfff))
+			continue;
+		if (f->mf && d->fam == 4)
+			e = s + ((e - s) & ~7U);
+		for (uint32_t j = 0; j < i; j++) {
+			const struct fr *g = &d->fr[j];
+			uint32_t ge = g->off + g->len;
+
+			if (g->tci >= 0 && (g->tci & 0xfff))
+				continue;
+			if (g->mf && d->fam == 4)
+				ge = g->off + ((ge - g->off) & ~7U);
+			if (g->off != s || ge != e || e <= s)
+				continue;
+			for (uint32_t o = s; o < e; o++)
+				if (byte_of(d, f, o) != byte_of(d, g, o))
+					return 1;
+		}
 	}
 	return 0;
 }
@@ -1257,6 +1300,9 @@ static int cat_applies(int c, const struct dg *d)
 		return d->fam == 4 && (d->kinds & (1U << K_POD));
 	case C_RESTART:
 		return has_contained(d);
+	case C_DUP_CHANGED:
+	case C_DUP_RESTART:
+		return has_changed_dup(d);
 	}
 	return 0;
 }

@@ -1005,6 +1005,65 @@ static int t_dup_last_end(struct tctx *t)
 }
 
 /*
+ * RFC 8200 4.5: only an *exact* duplicate is dropped with the datagram
+ * kept.  The range of a held fragment with one byte other (at the start,
+ * the end, a ragged tail, the second chunk of a 3000-byte fragment) is an
+ * overlap: frag_dup_changed, datagram discarded.  flip < 0: the same
+ * bytes, a duplicate (the comparison across two chunks finds no
+ * difference).  Linux keeps the first copy (it compares offsets only).
+ */
+static const struct dupc {
+	__u32 udp_len;
+	int nheld;
+	struct fl held[2], dup;
+	int flip;		/* payload byte of dup changed, -1 none */
+} dupcs[] = {
+	{ 3000, 2, { { 0, 1000, 1 }, { 1000, 1000, 1 } }, { 1000, 1000, 1 }, 0 },
+	{ 3000, 2, { { 0, 1000, 1 }, { 1000, 1000, 1 } }, { 0, 1000, 1 }, 999 },
+	{ 3003, 2, { { 0, 1000, 1 }, { 2000, 1003, 0 } }, { 2000, 1003, 0 }, 1002 },
+	{ 3000, 1, { { 0, 3000, 1 } }, { 0, 3000, 1 }, 2999 },
+	{ 3000, 1, { { 0, 3000, 1 } }, { 0, 3000, 1 }, 1536 },
+	{ 3000, 1, { { 0, 3000, 1 } }, { 0, 3000, 1 }, -1 },
+	{ 3003, 2, { { 0, 1000, 1 }, { 2000, 1003, 0 } }, { 2000, 1003, 0 }, -1 },
+};
+
+static int t_dup_changed(struct tctx *t)
+{
+	const struct dupc *r = &dupcs[t->arg];
+	struct dgram *d = udp_dgram(70 + t->arg, r->udp_len);
+	struct frame f;
+	struct snap s;
+
+	TRY(load(t, &(struct setup){ 0 }));
+	TRY(snap(t, -1, &s));
+	TRY(send_seq(t, d, r->held, NULL, r->nheld, END_NONE));
+	mkfrag(&f, d, r->dup.off, r->dup.len, r->dup.mf, 0);
+	if (r->flip >= 0)
+		f.b[f.len - r->dup.len + r->flip] ^= 0x5a;
+	TRY(send_drop(t, &f, r->flip >= 0 ? "other bytes" : "same bytes"));
+	if (r->flip < 0) {
+		__u32 bytes = 0, mem = 0;
+
+		for (int i = 0; i < r->nheld; i++) {
+			bytes += r->held[i].len;
+			mem += (r->held[i].len + XFRAG_CHUNK - 1) /
+			       XFRAG_CHUNK * XFRAG_CHUNK;
+		}
+		EXPECT(t, &s, D(reasm_reqds, r->nheld + 1), D(frag_dup, 1),
+		       D(frag_dup_changed, 0), D(frags_in_flight, r->nheld),
+		       D(dgrams_in_flight, 1), D(bytes_in_flight, bytes),
+		       D(mem_in_flight, mem));
+		return 0;
+	}
+	EXPECT(t, &s, D(reasm_reqds, r->nheld + 1), D(frag_dup, 0),
+	       D(frag_dup_changed, 1), D(frag_overlap, 0),
+	       D(frag_discarded, r->nheld), D(reasm_fails, 1),
+	       D(reasm_overlaps, 1), D(frags_in_flight, 0),
+	       D(dgrams_in_flight, 0));
+	return 0;
+}
+
+/*
  * A fragment that discards its datagram: `held` are consumed first, then
  * `bad` is dropped, counted in `counter`, and the held ones in
  * frag_discarded.
@@ -2643,6 +2702,13 @@ static const struct {
 	{ "dup_exact", t_dup, 0 },
 	{ "dup_exact_earlier", t_dup_earlier, 0 },
 	{ "dup_last_sets_end", t_dup_last_end, 0 },
+	{ "dup_changed_first_word", t_dup_changed, 0 },
+	{ "dup_changed_earlier_last_byte", t_dup_changed, 1 },
+	{ "dup_changed_ragged_tail", t_dup_changed, 2 },
+	{ "dup_changed_second_chunk_end", t_dup_changed, 3 },
+	{ "dup_changed_second_chunk_start", t_dup_changed, 4 },
+	{ "dup_same_two_chunks", t_dup_changed, 5 },
+	{ "dup_same_ragged_tail", t_dup_changed, 6 },
 	{ "overlap_head", t_reject, 0 },
 	{ "overlap_tail", t_reject, 1 },
 	{ "overlap_contained", t_reject, 2 },
