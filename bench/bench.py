@@ -79,10 +79,10 @@ class Rig:
         return json.loads(sh(*self.rcv, self.a.xfrag, "stats", self.a.iface,
                              "--json"))
 
-    def attach(self, evict=None):
+    def attach(self, evict=None, extra=()):
         sh(*self.rcv, self.a.xfrag, "detach", self.a.iface, check=False)
         sh(*self.rcv, self.a.xfrag, "attach", self.a.iface, "--mode",
-           "native", *(["--evict", evict] if evict else []))
+           "native", *(["--evict", evict] if evict else []), *extra)
 
     def detach(self):
         sh(*self.rcv, self.a.xfrag, "detach", self.a.iface, check=False)
@@ -110,7 +110,8 @@ class Rig:
             n += int(m.group(1)) if m else 0
         return n
 
-    def measure(self, mode, p, dur, rate, evict=None, fresh=False):
+    def measure(self, mode, p, dur, rate, evict=None, fresh=False,
+                extra=()):
         """One run of scenario p with `mode` on the receiver: "kernel"
         alone, "xfrag" (attached with policy `evict`, default if None) or
         "xdp-pass".  The namespaces start afresh when asked, or when the
@@ -119,7 +120,7 @@ class Rig:
         if fresh or self.kernel_frag_mem():
             self.fresh()
         if mode == "xfrag":
-            self.attach(evict)
+            self.attach(evict, extra)
         elif mode == "xdp-pass":
             self.xdp_pass(True)
         try:
@@ -146,6 +147,9 @@ class Rig:
             gen += ["--attack-rate", str(p.get("attack_rate", rate // 2))]
             if p.get("spoof"):
                 gen.append("--attack-spoof")
+            if p.get("attack_kind"):
+                gen += ["--attack-kind", p["attack_kind"],
+                        "--attack-frags", str(p.get("attack_frags", 8))]
         ready = "/tmp/xfrag-bench-sink.ready"
         if os.path.exists(ready):
             os.unlink(ready)
@@ -260,6 +264,50 @@ def overload(a, rig, dur):
     return res, out
 
 
+def tiny_flood(a, rig, dur):
+    """Issue 23: honest datagrams under a flood of datagrams of
+    --tiny-frags 8-byte fragments that never complete (beyond max-frags),
+    from one source and spoofed; the kernel alone, xfrag with
+    `--too-many pass` (the default: such datagrams go on to the kernel)
+    and `--too-many drop`, each as a fraction of its attack-free rate."""
+    rate = a.overload_rate // 3
+    sides = (("kernel", ()), ("pass", ("--too-many", "pass")),
+             ("drop", ("--too-many", "drop")))
+    out = ["", f"Tiny-fragment flood: honest {a.overload_sizes[0]}-byte "
+           f"stream at {rate} frames/s, attack units of {a.tiny_frags} "
+           "8-byte fragments at 0.5x/1x/2x of it; honest datagrams/s "
+           "delivered, and the fraction of the same side's attack-free "
+           "rate", "",
+           "| attack | kernel | xfrag too-many pass | xfrag too-many drop |",
+           "|---|---|---|---|"]
+    res, base = [], {}
+    size = a.overload_sizes[0]
+    for side, extra in sides:
+        base[side] = rig.measure("kernel" if side == "kernel" else "xfrag",
+                                 dict(size=size, half=1), dur, rate * 2,
+                                 extra=extra, fresh=True)["dgrams_s"]
+    out.append("| none | " + " | ".join(f"{base[s]:.0f}" for s, _ in sides)
+               + " |")
+    for mult in (0.5, 1, 2):
+        for spoof in (0, 1):
+            cells, row = [], {}
+            for side, extra in sides:
+                r = rig.measure(
+                    "kernel" if side == "kernel" else "xfrag",
+                    dict(size=size, half=1, attack=1, attack_kind="tiny",
+                         attack_frags=a.tiny_frags,
+                         attack_rate=int(rate * mult), spoof=spoof),
+                    dur, rate * 2, extra=extra, fresh=True)
+                row[side] = dict(dgrams_s=r["dgrams_s"], drops=r["drops"])
+                f = r["dgrams_s"] / base[side] if base[side] else 0
+                cells.append(f"{r['dgrams_s']:.0f} ({f:.0%})")
+            res.append(dict(mult=mult, spoof=spoof, rate=row, base=base))
+            src = "spoofed" if spoof else "one source"
+            out.append(f"| {mult}x, {src} | " + " | ".join(cells) + " |")
+            print(out[-1], file=sys.stderr)
+    return res, out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--overload", action="store_true",
@@ -270,6 +318,11 @@ def main():
                     help="honest datagram sizes of the matrix")
     ap.add_argument("--overload-rate", type=int, default=300000,
                     help="generator frames/s the matrix plans for")
+    ap.add_argument("--tiny-flood", action="store_true",
+                    help="run the tiny-fragment flood rows (too-many pass "
+                    "and drop) instead")
+    ap.add_argument("--tiny-frags", type=int, default=100,
+                    help="fragments of each tiny attack unit")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--only", help="run scenarios whose name has this")
@@ -283,15 +336,16 @@ def main():
     dur = a.duration or (1.0 if a.quick else 5.0)
     a.reps = a.reps or (1 if a.quick else 2)
     rig = Rig(a)
-    if a.overload:
-        res, out = overload(a, rig, dur)
+    if a.overload or a.tiny_flood:
+        res, out = (tiny_flood if a.tiny_flood else overload)(a, rig, dur)
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        kind = "tiny" if a.tiny_flood else "overload"
         os.makedirs(a.results, exist_ok=True)
-        with open(os.path.join(a.results, f"overload-{stamp}.json"),
+        with open(os.path.join(a.results, f"{kind}-{stamp}.json"),
                   "w") as f:
             json.dump(res, f, indent=1)
         text = "\n".join(out) + "\n"
-        with open(os.path.join(a.results, f"overload-{stamp}.md"), "w") as f:
+        with open(os.path.join(a.results, f"{kind}-{stamp}.md"), "w") as f:
             f.write(text)
         print(text)
         return 0

@@ -3,6 +3,8 @@
 # make bench: the micro-benchmark (BPF_PROG_TEST_RUN against floors), then
 # the end-to-end scenarios over a veth pair, kernel and xfrag side by side.
 #   bench/run.sh [--quick] [--duration S] [--only TEXT]
+#   bench/run.sh --overload | --tiny-flood [--quick] [--duration S]
+#                           (the overload matrices only, no micro-benchmark)
 #   bench/run.sh setup      (re)create the namespaces only
 # Results: bench/results/bench-<time>.{json,md}.
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -32,14 +34,20 @@ trap xf_cleanup EXIT
 trap 'exit 130' INT TERM
 
 quick=""
-for a in "$@"; do [ "$a" = --quick ] && quick=1; done
+matrix=""
+for a in "$@"; do
+	[ "$a" = --quick ] && quick=1
+	case $a in --overload|--tiny-flood) matrix=1 ;; esac
+done
 res=$BENCH_DIR/results
 mkdir -p "$res"
 micro_json=$(mktemp /tmp/xfrag-micro.XXXXXX)
-echo "== micro-benchmark (BPF_PROG_TEST_RUN)"
-rounds=3000
-[ -n "$quick" ] && rounds=500
-"$XF_BUILD/micro" --rounds "$rounds" --json "$micro_json" || exit 1
+if [ -z "$matrix" ]; then
+	echo "== micro-benchmark (BPF_PROG_TEST_RUN)"
+	rounds=3000
+	[ -n "$quick" ] && rounds=500
+	"$XF_BUILD/micro" --rounds "$rounds" --json "$micro_json" || exit 1
+fi
 echo
 echo "== end to end (kernel, then xfrag, per scenario)"
 "$0" setup || { echo "bench: namespaces failed" >&2; exit 1; }

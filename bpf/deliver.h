@@ -218,6 +218,37 @@ __noinline int xfrag_write_xdp(struct xdp_md *ctx, __u32 way, __u32 l3off)
 }
 
 /*
+ * Name way w to TC, which this frame reaches next.  With metadata TC goes
+ * straight to the way; without it (a kernel that refuses
+ * bpf_xdp_adjust_meta, a driver without room for it) TC finds the way by
+ * this fragment's key in this CPU's bucket (xfrag_tc_find()).  The cookie
+ * makes it collectable once.
+ */
+static __always_inline void xfrag_handoff_mark(struct xdp_md *ctx,
+					       struct xfrag_way *w,
+					       __u32 way_idx,
+					       struct xfrag_pcpu *pc)
+{
+	__u32 cookie = ++pc->cookie;
+
+	if (xfrag_use_meta &&
+	    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
+		void *data = (void *)(long)ctx->data;
+		struct xfrag_meta *m = (void *)(long)ctx->data_meta;
+
+		if ((void *)(m + 1) > data) {
+			bpf_xdp_adjust_meta(ctx, (int)sizeof(struct xfrag_meta));
+		} else {
+			m->magic = XFRAG_META_MAGIC;
+			m->cpu = bpf_get_smp_processor_id();
+			m->way = way_idx;
+			m->cookie = cookie;
+		}
+	}
+	w->cookie = cookie;
+}
+
+/*
  * The datagram in w is complete.  Rebuild it in place if the frame can
  * grow; otherwise hand it to TC ingress (through the XDP metadata where
  * the kernel allows it, else by key); if
@@ -252,29 +283,7 @@ static __always_inline int xfrag_deliver(struct xdp_md *ctx,
 	}
 
 	if (tc && (newlen <= XFRAG_TC_MAX_LEN || tc == XFRAG_DELIVER_REPLAY)) {
-		__u32 cookie = ++pc->cookie;
-
-		/* With metadata TC goes straight to the way; without it (a
-		 * kernel that refuses bpf_xdp_adjust_meta, a driver without
-		 * room for it) TC finds the hand-off by the completing
-		 * fragment's key in this CPU's bucket (xfrag_tc_find()). */
-		if (xfrag_use_meta &&
-		    bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct xfrag_meta)) == 0) {
-			void *data = (void *)(long)ctx->data;
-			struct xfrag_meta *m = (void *)(long)ctx->data_meta;
-
-			if ((void *)(m + 1) > data) {
-				bpf_xdp_adjust_meta(ctx,
-					(int)sizeof(struct xfrag_meta));
-				goto keyed;
-			}
-			m->magic = XFRAG_META_MAGIC;
-			m->cpu = bpf_get_smp_processor_id();
-			m->way = way_idx;
-			m->cookie = cookie;
-		}
-keyed:
-		w->cookie = cookie;
+		xfrag_handoff_mark(ctx, w, way_idx, pc);
 		st->dgrams_in_flight--;
 		st->frags_in_flight -= w->nfrags;
 		st->handoff_pending++;

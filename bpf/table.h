@@ -238,8 +238,10 @@ static __noinline void xfrag_way_release(struct xfrag_way *w,
 		st->handoff_pending--;
 	}
 	/* A pass-through record's rcvd counts bytes the kernel got: never
-	 * in the gauge (found by tests/fuzz_prog). */
-	if (w->state != XFRAG_WAY_PASS)
+	 * in the gauge (found by tests/fuzz_prog); a flushed datagram left
+	 * the gauges when it was flushed (xfrag_flush()). */
+	if (w->state != XFRAG_WAY_PASS && w->state != XFRAG_WAY_FLUSH &&
+	    w->state != XFRAG_WAY_FLUSHED)
 		st->bytes_in_flight -= w->rcvd;
 	st->mem_in_flight -= (__u64)w->nchunks * XFRAG_CHUNK;
 	xfrag_quota_put(w);
@@ -248,6 +250,28 @@ static __noinline void xfrag_way_release(struct xfrag_way *w,
 	w->nchunks = 0;
 	w->nfrags = 0;
 	w->rcvd = 0;
+}
+
+/*
+ * A flushed datagram's pieces went to the kernel: its chunks come back and
+ * the way stays as the datagram's pass-through record (its later
+ * fragments go to the kernel too, until it is done or times out).
+ */
+static __noinline void xfrag_way_flushed(struct xfrag_way *w,
+					 struct xfrag_pcpu *pc,
+					 struct xfrag_stats *st)
+{
+	struct xfrag_free_ctx fc = { .w = w, .pc = pc };
+	__u32 n = w->ndesc;
+
+	if (n > XFRAG_MAX_DESC)
+		n = XFRAG_MAX_DESC;
+	bpf_loop(n, xfrag_free_one, &fc, 0);
+	st->mem_in_flight -= (__u64)w->nchunks * XFRAG_CHUNK;
+	w->ndesc = 0;
+	w->nchunks = 0;
+	w->nfrags = 0;
+	w->state = XFRAG_WAY_PASS;
 }
 
 /* Discard an incomplete datagram: its held fragments become `discarded`. */
@@ -291,6 +315,17 @@ static __always_inline int xfrag_way_expire(struct xfrag_way *w,
 		st->handoff_lost++;
 		break;
 	case XFRAG_WAY_COLLECTED:
+		break;
+	case XFRAG_WAY_FLUSH:
+		if (now - w->touched_ns < XFRAG_HANDOFF_NS)
+			return 0;
+		st->flush_lost++;	/* TC never replayed its pieces */
+		break;
+	case XFRAG_WAY_FLUSHED:
+		/* Replayed by TC on another CPU: free here, then a record. */
+		xfrag_way_flushed(w, pc, st);
+		if (now - w->born_ns < timeout)
+			return 0;
 		break;
 	default:
 		break;

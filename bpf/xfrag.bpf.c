@@ -333,7 +333,8 @@ static long xfrag_scan_one(__u32 i, void *data)
 			lv->scan.freew = i;
 		return 0;
 	}
-	if ((x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS) &&
+	if ((x->state == XFRAG_WAY_ACTIVE || x->state == XFRAG_WAY_PASS ||
+	     x->state == XFRAG_WAY_FLUSH) &&
 	    xfrag_key_eq(&x->key, &sc->key)) {
 		/* Found: the ways after it are left for a later visit. */
 		sc->match = i;
@@ -472,6 +473,68 @@ static __noinline void xfrag_sweep_arm(struct xfrag_pcpu *pc)
 	pc->sweep_armed = XFRAG_SWEEP_UNPINNED;
 }
 
+/*
+ * Keep p's L3 header as the datagram's (the first fragment's; a flush
+ * without it takes any fragment's, which the kernel accepts alike).
+ */
+static __always_inline int xfrag_keep_hdr(struct xdp_md *ctx,
+					  struct xfrag_way *w,
+					  const struct xfrag_pkt *p)
+{
+	__u32 h = p->hlen;
+
+	if (h < 20 || h > XFRAG_HDR_MAX ||
+	    bpf_xdp_load_bytes(ctx, p->l3off, w->hdr, h))
+		return -1;
+	/* RFC 8200 4.5: the header before the Fragment header now names
+	 * what followed the Fragment header. */
+	if (p->key.family == XFRAG_AF_INET6 && p->nh_pos < h)
+		w->hdr[p->nh_pos & (XFRAG_HDR_MAX - 1)] = p->nexthdr;
+	w->nh_pos = p->nh_pos;
+	w->hdr_len = h;
+	return 0;
+}
+
+/*
+ * Datagram w outgrew xfrag's bound (max-frags fragments, XFRAG_MAX_DESC
+ * pieces) with p, and the kernel would still reassemble it: it has no
+ * fragment count, only its memory limit.  `too-many pass` hands it over
+ * as the existing replay does for datagrams beyond one skb: p goes on to
+ * TC, which sends it on and replays the pieces held so far as fragments
+ * (xfrag_tc_run()); the way stays as the datagram's pass-through record,
+ * so every later fragment goes to the kernel untouched.  The kernel gets
+ * a valid set: pieces are 8-aligned, MF set on all but the one that ends
+ * the datagram.  The work per fragment stays bounded: xfrag holds at most
+ * XFRAG_MAX_DESC pieces of any datagram.
+ */
+static __always_inline int xfrag_flush(struct xdp_md *ctx,
+				       struct xfrag_way *w, __u32 way_idx,
+				       struct xfrag_pkt *p,
+				       struct xfrag_pcpu *pc,
+				       struct xfrag_stats *st, __u64 now)
+{
+	if (!(w->flags & XFRAG_F_FIRST_SEEN) && xfrag_keep_hdr(ctx, w, p)) {
+		/* cannot happen: the header was parsed already */
+		st->frag_too_many++;
+		xfrag_way_discard(w, pc, st);
+		return XDP_DROP;
+	}
+	st->pass_too_many++;
+	st->frag_flushed += w->nfrags;
+	st->frag_passed++;		/* p itself */
+	st->dgrams_in_flight--;
+	st->frags_in_flight -= w->nfrags;
+	st->bytes_in_flight -= w->rcvd;
+	xfrag_quota_put(w);
+	if (p->offset == 0 && p->df)
+		w->flags |= XFRAG_F_DF;
+	xfrag_pass_track(w, p);
+	xfrag_handoff_mark(ctx, w, way_idx, pc);
+	w->state = XFRAG_WAY_FLUSH;
+	w->touched_ns = now;
+	return XDP_PASS;
+}
+
 static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 					  struct xfrag_pkt *p, int parsed)
 {
@@ -578,7 +641,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w = bpf_map_lookup_elem(&xfrag_table, &idx);
 		if (!w)
 			return XDP_PASS;
-		if (w->state == XFRAG_WAY_PASS) {
+		if (w->state == XFRAG_WAY_PASS || w->state == XFRAG_WAY_FLUSH) {
 			st->frag_passed++;
 			xfrag_pass_track(w, p);
 			return XDP_PASS;
@@ -704,6 +767,9 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w->flags |= XFRAG_F_LAST_SEEN;
 		w->end = p->offset + p->len;
 	}
+	if (rule == XFRAG_R_TOO_MANY && tc == XFRAG_DELIVER_REPLAY &&
+	    cfg.too_many != XFRAG_TOO_MANY_DROP)
+		return xfrag_flush(ctx, w, idx, p, pc, st, now);
 	if (rule != XFRAG_R_OK)
 		return xfrag_reject(w, rule, pc, st);
 	if (xfrag_too_big(p, hl, w->max_end, limit)) {
@@ -729,21 +795,12 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		return XDP_DROP;
 	}
 	if (p->offset == 0) {
-		__u32 h = p->hlen;
-
-		if (h < 20 || h > XFRAG_HDR_MAX ||
-		    bpf_xdp_load_bytes(ctx, p->l3off, w->hdr, h)) {
+		if (xfrag_keep_hdr(ctx, w, p)) {
 			/* cannot happen: the header was parsed already */
 			st->frag_bad_header++;
 			xfrag_way_discard(w, pc, st);
 			return XDP_DROP;
 		}
-		/* RFC 8200 4.5: the header before the Fragment header now
-		 * names what followed the Fragment header. */
-		if (v6 && p->nh_pos < h)
-			w->hdr[p->nh_pos & (XFRAG_HDR_MAX - 1)] = p->nexthdr;
-		w->nh_pos = p->nh_pos;
-		w->hdr_len = h;
 		w->flags |= XFRAG_F_FIRST_SEEN | (p->df ? XFRAG_F_DF : 0);
 	}
 	if (!p->more) {
@@ -898,7 +955,8 @@ static long xfrag_find_one(__u32 i, void *data)
 
 	if (!x)
 		return 1;
-	if (x->state == XFRAG_WAY_HANDOFF && xfrag_key_eq(&x->key, &fc->key)) {
+	if ((x->state == XFRAG_WAY_HANDOFF || x->state == XFRAG_WAY_FLUSH) &&
+	    xfrag_key_eq(&x->key, &fc->key)) {
 		fc->found = i;
 		return 1;
 	}
@@ -1060,7 +1118,9 @@ static long xfrag_replay_one(__u32 i, void *data)
 	    l3off > 64)
 		goto fail;
 	off = (__u32)d.off8 * 8;
-	more = off + len < w->end;
+	/* MF on all but the piece that ends the datagram (a flushed one
+	 * may not have its end yet). */
+	more = !(w->flags & XFRAG_F_LAST_SEEN) || off + len < w->end;
 	fo = (off >> 3) & 0x1fff;
 	/* w->hdr is the unfragmented datagram's header (xfrag_fix_hdr()):
 	 * written as it is, then turned back into a fragment's. */
@@ -1109,6 +1169,59 @@ fail:
 	return 1;
 }
 
+/*
+ * TC is done with a flushed datagram (xfrag_flush()): on its owner CPU the
+ * chunks come back now and the way is the datagram's pass-through record;
+ * on another CPU (RPS) the owner does that when it next visits the bucket.
+ */
+static __always_inline void xfrag_tc_flushed(struct xfrag_way *w, __u32 owner,
+					     struct xfrag_stats *st)
+{
+	struct xfrag_pcpu *pc;
+	__u32 zero = 0;
+
+	if (bpf_get_smp_processor_id() == owner) {
+		pc = bpf_map_lookup_elem(&xfrag_pcpu, &zero);
+		if (pc) {
+			xfrag_way_flushed(w, pc, st);
+			return;
+		}
+	}
+	w->state = XFRAG_WAY_FLUSHED;
+}
+
+/*
+ * A flushed datagram's fragment reached TC (the one that outgrew xfrag, or
+ * a later one).  It goes on first, as a clone sent to ingress (unchanged:
+ * it comes back here, finds a pass-through record, and passes); then this
+ * skb carries the held pieces to the kernel one by one, as the replay of a
+ * datagram beyond one skb does.  A clone that cannot be sent leaves the
+ * skb itself to go on, and the held pieces are lost (flush_lost).
+ */
+static __noinline int xfrag_tc_flush(struct __sk_buff *skb,
+				     struct xfrag_way *w, __u32 cpu,
+				     __u32 l3off, struct xfrag_stats *st)
+{
+	struct xfrag_replay_ctx rc = {
+		.skb = skb, .w = w, .cpu = cpu, .l3off = l3off,
+	};
+
+	if (!skb || !w || !st)
+		return TC_ACT_OK;
+	rc.hl = w->hdr_len;
+	rc.n = w->ndesc;
+	if (bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS)) {
+		st->flush_lost++;
+		xfrag_tc_flushed(w, cpu, st);
+		return TC_ACT_OK;
+	}
+	bpf_loop(XFRAG_MAX_DESC, xfrag_replay_one, &rc, 0);
+	if (rc.err)
+		st->flush_lost++;
+	xfrag_tc_flushed(w, cpu, st);
+	return TC_ACT_SHOT;	/* its clone and the replayed pieces went on */
+}
+
 static __always_inline int xfrag_tc_run(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
@@ -1127,7 +1240,8 @@ static __always_inline int xfrag_tc_run(struct __sk_buff *skb)
 		 * collectable once. */
 		m = *mp;
 		w = bpf_map_lookup_percpu_elem(&xfrag_table, &m.way, m.cpu);
-		if (!w || w->state != XFRAG_WAY_HANDOFF ||
+		if (!w || (w->state != XFRAG_WAY_HANDOFF &&
+			   w->state != XFRAG_WAY_FLUSH) ||
 		    w->cookie != m.cookie) {
 			/* Expired before TC ran (counted as handoff_lost), or
 			 * a replayed fragment, which shares the metadata of
@@ -1153,6 +1267,8 @@ static __always_inline int xfrag_tc_run(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	hl = w->hdr_len;
 	n = w->ndesc;
+	if (w->state == XFRAG_WAY_FLUSH)
+		return xfrag_tc_flush(skb, w, m.cpu, l3off, st);
 	newlen = l3off + hl + w->end;
 	if (hl < 20 || hl > XFRAG_HDR_MAX)
 		goto fail;

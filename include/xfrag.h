@@ -170,7 +170,23 @@ struct xfrag_config {
 	__u32 steer;		/* mechanism; shown by `xfrag status` */
 	__u32 steer_ncpus;	/* owner CPUs in xfrag_owners[0, n) */
 	__u32 max_dist;		/* id-wrap guard; 0: XFRAG_DEF_MAX_DIST */
+	__u32 too_many;		/* XFRAG_TOO_MANY_*; 0: XFRAG_DEF_TOO_MANY */
 };
+
+/*
+ * A datagram that outgrows what xfrag holds per datagram (max-frags
+ * fragments, XFRAG_MAX_DESC pieces).  `pass` (the kernel's behaviour: it
+ * has no per-datagram count, only its memory limit): the pieces held so
+ * far are replayed to the kernel by TC (native mode with the TC half, as
+ * for datagrams beyond one skb) and every later fragment of the datagram
+ * is passed on untouched (pass_too_many, frag_flushed).  `drop`: the
+ * datagram is discarded (frag_too_many), for operators in front of
+ * tiny-fragment floods; also what happens where no replay is possible
+ * (skb mode, no TC half).
+ */
+#define XFRAG_TOO_MANY_PASS	1
+#define XFRAG_TOO_MANY_DROP	2
+#define XFRAG_DEF_TOO_MANY	XFRAG_TOO_MANY_PASS
 
 /*
  * Id-wrap guard (RFC 4963 section 4; the kernel's ipfrag_max_dist).  IPv4's
@@ -263,6 +279,10 @@ enum xfrag_way_state {
 	XFRAG_WAY_PASS,		/* too big to deliver: fragments go to kernel */
 	XFRAG_WAY_HANDOFF,	/* complete, waiting for TC to collect it */
 	XFRAG_WAY_COLLECTED,	/* TC on another CPU took it; owner frees */
+	XFRAG_WAY_FLUSH,	/* outgrew xfrag: held pieces wait for TC to
+				 * replay them, later fragments pass */
+	XFRAG_WAY_FLUSHED,	/* replayed by TC on another CPU: the owner
+				 * frees its chunks, then it is a PASS record */
 };
 
 /*
@@ -362,9 +382,12 @@ struct xfrag_pcpu {
 	X(pass_no_tc, C, "of which: no TC half, size unknown or beyond the frame") \
 	X(reasm_evicted, C, "datagrams evicted to make room (in reasm_fails)") \
 	X(pass_evicted, C, "pass-through records evicted to make room") \
+	X(pass_too_many, C, "datagrams beyond max-frags handed to the kernel: held fragments replayed, later ones passed") \
+	X(flush_lost, C, "of which: held fragments not replayed (TC never came, or failed)") \
 	X(bytes_reasm, C, "payload bytes in reassembled datagrams")	\
 	X(frag_reasm, C, "fragments: part of a reassembled datagram")	\
 	X(frag_passed, C, "fragments: passed to the kernel untouched")	\
+	X(frag_flushed, C, "fragments: held, then replayed to the kernel (pass_too_many)") \
 	X(frag_dup, C, "fragments: exact duplicate dropped")		\
 	X(frag_overlap, C, "fragments: overlapping data (RFC 5722)")	\
 	X(frag_dup_changed, C, "fragments: offset and length of one held, other bytes: an overlap (RFC 8200 4.5)") \

@@ -41,6 +41,7 @@ expect unknown-iface 3 $X attach no-such-if0
 expect range-ways 2 $X attach xfc0 --ways 0
 expect range-buckets 2 $X attach xfc0 --buckets 99999999
 expect range-timeout 2 $X attach xfc0 --timeout 5
+expect bad-too-many 2 $X attach xfc0 --too-many maybe
 expect bad-mode 2 $X attach xfc0 --mode turbo
 expect bad-number 2 $X attach xfc0 --mem-per-cpu lots
 expect bad-steer 2 $X attach xfc0 --steer sideways
@@ -83,16 +84,16 @@ expect stats-interval 0 in_ns $X stats xfc0 --interval 1 --count 1
 grep -q "/s" /tmp/xf-cli.out && ok stats-rates || ko stats-rates "no rates printed"
 expect stats-per-cpu 0 in_ns $X stats xfc0 --per-cpu
 # Run-time settings: written to the pinned config, shown by status.
-grep -E '^xfc0 .* progress +50 ' /tmp/xf-cli.status >/dev/null &&
+grep -E '^xfc0 .* 16 +pass +progress +50 ' /tmp/xf-cli.status >/dev/null &&
 	ok status-default-policy ||
 	ko status-default-policy "$(cat /tmp/xf-cli.status)"
 expect config-help 0 $X config --help
 grep -q "refuse|lru|progress" /tmp/xf-cli.out && ok config-help-keys ||
 	ko config-help-keys "no settings in config --help"
 expect config-set 0 in_ns $X config xfc0 evict=lru warm=20 mem-high=200k \
-	mem-low=100k timeout=2000 quota=5 max-dist=300
+	mem-low=100k timeout=2000 quota=5 max-dist=300 too-many=drop
 in_ns $X status >/tmp/xf-cli.out 2>&1
-grep -E '^xfc0 .* 2000 +16 lru +20 +204800 +102400 +5 +300 +[a-z()]+ +[0-9]+$' /tmp/xf-cli.out >/dev/null &&
+grep -E '^xfc0 .* 2000 +16 drop +lru +20 +204800 +102400 +5 +300 +[a-z()]+ +[0-9]+$' /tmp/xf-cli.out >/dev/null &&
 	ok config-shown || ko config-shown "$(cat /tmp/xf-cli.out)"
 expect config-guard-off 0 in_ns $X config xfc0 max-dist=0
 in_ns $X status >/tmp/xf-cli.out 2>&1

@@ -1136,6 +1136,8 @@ enum cat {
 	C_TOO_MANY,	/* more than max-frags fragments */
 	C_V6_TOO_LONG,	/* IPv6 fragment beyond 65535: datagram dropped */
 	C_DUP_CHANGED,	/* a held range again, other bytes: an overlap */
+	C_FLUSH_CONTAINED,	/* handed to the kernel out of order, then a
+				 * fragment inside data held: its overlap */
 	C_XMORE,
 	C_V4_TOO_LONG = C_XMORE,	/* IPv4 one: never queued by xfrag */
 	C_RESTART,	/* after a contained overlap, later copies make one */
@@ -1146,13 +1148,13 @@ enum cat {
 static const char *const cat_name[C_NCATS] = {
 	"oversize_late", "contained_overlap",
 	"v6_bad_len", "too_many_frags", "v6_too_long_discards",
-	"dup_other_bytes", "v4_too_long_not_queued",
+	"dup_other_bytes", "contained_after_flush", "v4_too_long_not_queued",
 	"contained_overlap_restart", "dup_other_bytes_restart",
 };
 static const char *const cat_counter[C_NCATS] = {
 	"frag_oversize", "frag_overlap", "frag_bad_len",
 	"frag_too_many", "frag_too_long", "frag_dup_changed",
-	"frag_too_long", "frag_overlap", "frag_dup_changed",
+	"pass_too_many", "frag_too_long", "frag_overlap", "frag_dup_changed",
 };
 
 /* Biggest L2 header any of d's frames has (what xfrag's limit counts). */
@@ -1291,6 +1293,9 @@ static int cat_applies(int c, const struct dg *d)
 	case C_V6_BAD_LEN:
 		return has_v6_ragged(d);
 	case C_TOO_MANY:
+	case C_FLUSH_CONTAINED:
+		if (c == C_FLUSH_CONTAINED && !has_contained(d))
+			return 0;
 		for (uint32_t i = 0; i < d->nfr; i++)
 			pieces += (d->fr[i].len + XFRAG_CHUNK - 1) / XFRAG_CHUNK;
 		return d->nfr > XFRAG_DEF_MAX_FRAGS || pieces > XFRAG_MAX_DESC;

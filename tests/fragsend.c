@@ -9,9 +9,13 @@
  *
  *   fragsend -i IFACE --smac MAC --dmac MAC --src ADDR --dst ADDR --dport P
  *            [--sport P] [--vlan V] --id ID --size S [--count N]
- *            [--frags SPEC | --mtu M [--order inorder|reverse|random]
- *            [--seed X]] [--dup] [--proto udp|icmp] [--exthdr hbh,dst,rt]
+ *            [--frags SPEC | --mtu M [--order inorder|reverse|random|oddeven]
+ *            [--seed X]] [--dup | --dup-pct P] [--proto udp|icmp]
+ *            [--exthdr hbh,dst,rt]
  *            [--gap-us U] [--cpus A,B,...]
+ *
+ * --order oddeven: fragments 1, 3, 5, ... then 0, 2, 4, ...  --dup sends
+ * every frame twice; --dup-pct P each with probability P % (seeded).
  *
  * SPEC: comma-separated OFF+LEN items (bytes of the fragmentable part),
  * sent in the given order, with optional suffixes
@@ -86,9 +90,10 @@ static struct {
 	uint32_t mtu;
 	int cpus[64];
 	int ncpus;
-	int order;		/* 0 inorder, 1 reverse, 2 random */
+	int order;		/* 0 inorder, 1 reverse, 2 random, 3 oddeven */
 	uint64_t seed;
 	int dup;
+	uint32_t dup_pct;
 	int icmp;
 	unsigned int ext;
 	unsigned long gap_us;
@@ -105,8 +110,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: fragsend -i IFACE --smac MAC --dmac MAC --src ADDR --dst ADDR --dport P\n"
 		"                [--sport P] [--vlan V] --id ID --size S [--count N]\n"
-		"                [--frags SPEC | --mtu M [--order inorder|reverse|random] [--seed X]]\n"
-		"                [--dup] [--proto udp|icmp] [--exthdr hbh,dst,rt] [--gap-us U]\n"
+		"                [--frags SPEC | --mtu M [--order inorder|reverse|random|oddeven] [--seed X]]\n"
+		"                [--dup | --dup-pct P] [--proto udp|icmp] [--exthdr hbh,dst,rt] [--gap-us U]\n"
 		"                [--cpus A,B,...]\n");
 	exit(2);
 }
@@ -459,6 +464,7 @@ static const struct option opts[] = {
 	{ "order", required_argument, NULL, 'o' },
 	{ "seed", required_argument, NULL, 'r' },
 	{ "dup", no_argument, NULL, 'u' },
+	{ "dup-pct", required_argument, NULL, 'Q' },
 	{ "proto", required_argument, NULL, 't' },
 	{ "exthdr", required_argument, NULL, 'e' },
 	{ "gap-us", required_argument, NULL, 'g' },
@@ -524,6 +530,8 @@ static void parse_args(int argc, char **argv)
 				cfg.order = 1;
 			else if (!strcmp(optarg, "random"))
 				cfg.order = 2;
+			else if (!strcmp(optarg, "oddeven"))
+				cfg.order = 3;
 			else
 				die("bad --order", optarg);
 			break;
@@ -532,6 +540,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'u':
 			cfg.dup = 1;
+			break;
+		case 'Q':
+			cfg.dup_pct = parse_num(optarg, "bad --dup-pct", 100);
 			break;
 		case 't':
 			if (!strcmp(optarg, "udp"))
@@ -687,6 +698,13 @@ int main(int argc, char **argv)
 				d->order[j] = d->order[k];
 				d->order[k] = t;
 			}
+		} else if (cfg.order == 3) {
+			uint32_t k = 0;
+
+			for (j = 1; j < nitems; j += 2)
+				d->order[k++] = j;
+			for (j = 0; j < nitems; j += 2)
+				d->order[k++] = j;
 		}
 	}
 
@@ -711,7 +729,11 @@ int main(int argc, char **argv)
 				fprintf(stderr, "fragsend: frame too long\n");
 				return 1;
 			}
-			for (k = 0; k < (cfg.dup ? 2 : 1); k++) {
+			int copies = cfg.dup ? 2 : 1;
+
+			if (cfg.dup_pct && rng_next() % 100 < cfg.dup_pct)
+				copies = 2;
+			for (k = 0; k < copies; k++) {
 				ssize_t n;
 				int tries = 0;
 

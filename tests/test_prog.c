@@ -168,6 +168,7 @@ struct setup {
 	int replay;				/* XFRAG_CFG_REPLAY */
 	int owner;			/* also load xfrag_owner, size the cpumap */
 	__u32 max_dist;				/* id-wrap guard */
+	__u32 too_many;				/* XFRAG_TOO_MANY_* */
 };
 
 static int prove_room(struct tctx *t);
@@ -183,6 +184,7 @@ static int load(struct tctx *t, const struct setup *s)
 		.warm_ms = s->warm_ms,
 		.quota = s->quota,
 		.max_dist = s->max_dist,
+		.too_many = s->too_many,
 	};
 	__u32 zero = 0;
 	int err;
@@ -1156,6 +1158,60 @@ static int t_too_many(struct tctx *t)
 	TRY(send_drop(t, &f, "5th fragment"));
 	EXPECT(t, &s, D(reasm_reqds, 5), D(frag_too_many, 1),
 	       D(frag_discarded, 4), D(reasm_fails, 1));
+	return 0;
+}
+
+/*
+ * With replay (native mode, TC half), `too-many pass`: the 5th fragment of
+ * a max-frags 4 datagram goes on to TC (XDP_PASS) with the way marked for
+ * TC to replay the 4 held (pass_too_many, frag_flushed); later fragments,
+ * and copies of held ones, pass as through a pass-through record.  TC
+ * never comes here (BPF_PROG_TEST_RUN): after XFRAG_HANDOFF_NS the way is
+ * reclaimed as flush_lost.  arg 1: `too-many drop` discards it instead.
+ */
+static int t_too_many_flush(struct tctx *t)
+{
+	struct dgram *d = udp_dgram(25 + t->arg, 1200);
+	struct fl fl[8];
+	struct frame f;
+	struct snap s;
+	int n = split(d, 200, fl);
+
+	TRY(load(t, &(struct setup){ .max_frags = 4, .replay = 1,
+		.too_many = t->arg ? XFRAG_TOO_MANY_DROP : 0 }));
+	REQUIRE(n == 6, "split gave %d", n);
+	TRY(snap(t, -1, &s));
+	TRY(send_seq(t, d, fl, NULL, 4, END_NONE));
+	mkfrag(&f, d, fl[4].off, fl[4].len, fl[4].mf, 0);
+	TRY(xdp(t, f.b, f.len));
+	if (t->arg) {
+		EXPECT(t, &s, D(reasm_reqds, 5), D(frag_too_many, 1),
+		       D(frag_discarded, 4), D(reasm_fails, 1));
+		return verdict(t, XDP_DROP, "5th fragment, too-many drop");
+	}
+	TRY(verdict(t, XDP_PASS, "5th fragment"));
+	EXPECT(t, &s, D(reasm_reqds, 5), D(pass_too_many, 1),
+	       D(frag_flushed, 4), D(frag_passed, 1),
+	       D(mem_in_flight, 4 * XFRAG_CHUNK));
+	for (int i = 5; i < 6; i++) {
+		mkfrag(&f, d, fl[i].off, fl[i].len, fl[i].mf, 0);
+		TRY(xdp(t, f.b, f.len));
+		TRY(verdict(t, XDP_PASS, "later fragment"));
+	}
+	mkfrag(&f, d, fl[0].off, fl[0].len, fl[0].mf, 0);
+	TRY(xdp(t, f.b, f.len));
+	TRY(verdict(t, XDP_PASS, "a held one again"));
+	EXPECT(t, &s, D(reasm_reqds, 7), D(pass_too_many, 1),
+	       D(frag_flushed, 4), D(frag_passed, 3),
+	       D(mem_in_flight, 4 * XFRAG_CHUNK));
+	/* No TC: the pieces are never replayed. */
+	usleep(XFRAG_HANDOFF_NS / 1000 + 200000);
+	mkfrag(&f, d, fl[1].off, fl[1].len, fl[1].mf, 0);
+	TRY(send_drop(t, &f, "after the hand-off time"));
+	EXPECT(t, &s, D(reasm_reqds, 8), D(pass_too_many, 1),
+	       D(frag_flushed, 4), D(frag_passed, 3), D(flush_lost, 1),
+	       D(frags_in_flight, 1), D(dgrams_in_flight, 1),
+	       D(bytes_in_flight, fl[1].len), D(mem_in_flight, XFRAG_CHUNK));
 	return 0;
 }
 
@@ -2728,6 +2784,8 @@ static const struct {
 	{ "oversize_late_tc", t_reject, 16 },
 	{ "oversize_late_no_tc", t_reject, 17 },
 	{ "too_many", t_too_many, 0 },
+	{ "too_many_flush", t_too_many_flush, 0 },
+	{ "too_many_drop_policy", t_too_many_flush, 1 },
 	{ "bad_header", t_bad_header, 0 },
 	{ "timeout", t_timeout, 0 },
 	{ "sweeper_reclaims", t_sweep, 0 },

@@ -407,7 +407,8 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
 	cfg.evict = XFRAG_DEF_EVICT;
 	for (const char *const *k = (const char *const[]){ "evict", "warm",
-			"mem-high", "mem-low", "quota", "max-dist", NULL };
+			"mem-high", "mem-low", "quota", "max-dist", "too-many",
+			NULL };
 	     *k; k++) {
 		struct xf_opt *o = xf_opt(opts, *k);
 

@@ -29,6 +29,9 @@ static struct xf_opt attach_opts[] = {
 	    XFRAG_MAX_TIMEOUT_MS),
 	NUM("max-frags", "N", "fragments per datagram",
 	    STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC),
+	STROPT("too-many", "pass|drop",
+	       "a datagram beyond max-frags: to the kernel (held fragments "
+	       "replayed; native mode with TC) or discarded", "pass"),
 	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
 	STROPT("evict", "refuse|lru|progress",
 	       "overload policy (see xfrag config --help)", "progress"),

@@ -66,6 +66,7 @@ int xf_parse_num(const char *s, uint64_t *out);
 int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val);
 int xf_config_args(struct xfrag_config *cfg, int argc, char **argv);
 const char *xf_evict_name(__u32 evict);
+const char *xf_too_many_name(__u32 v);
 void xf_config_keys(FILE *f);
 void xf_stats_sum(struct xfrag_stats *sum, const struct xfrag_stats *v, int n);
 int xf_read_stats(const char *ifname, struct xfrag_stats *sum,

@@ -22,6 +22,14 @@ static const char *const evict_names[] = {
 	[XFRAG_EVICT_PROGRESS] = "progress",
 };
 
+const char *xf_too_many_name(__u32 v)
+{
+	if (!v)
+		v = XFRAG_DEF_TOO_MANY;
+	return v == XFRAG_TOO_MANY_PASS ? "pass" :
+	       v == XFRAG_TOO_MANY_DROP ? "drop" : "?";
+}
+
 const char *xf_evict_name(__u32 evict)
 {
 	if (!evict)
@@ -58,6 +66,10 @@ void xf_config_keys(FILE *f)
 	fprintf(f, "  %-10s %s\n", "evict", "refuse|lru|progress (default "
 		"progress): a new datagram in a full bucket, memory above "
 		"mem-high");
+	fprintf(f, "  %-10s %s\n", "too-many", "pass|drop (default pass): a "
+		"datagram beyond max-frags goes to the kernel (native mode "
+		"with TC: held fragments replayed, later ones passed) or is "
+		"discarded");
 	for (size_t i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++)
 		fprintf(f, "  %-10s %s, %llu..%llu\n", tunables[i].key,
 			tunables[i].help, (unsigned long long)tunables[i].min,
@@ -77,6 +89,16 @@ int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val)
 			}
 		}
 		fprintf(stderr, "xfrag: evict must be refuse, lru or progress\n");
+		return -EINVAL;
+	}
+	if (!strcmp(key, "too-many")) {
+		if (!strcmp(val, "pass") || !strcmp(val, "drop")) {
+			cfg->too_many = !strcmp(val, "pass") ?
+					XFRAG_TOO_MANY_PASS :
+					XFRAG_TOO_MANY_DROP;
+			return 0;
+		}
+		fprintf(stderr, "xfrag: too-many must be pass or drop\n");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++) {

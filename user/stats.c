@@ -266,9 +266,9 @@ const char *xf_steer_name(__u32 steer)
 
 void xf_status_header(FILE *f)
 {
-	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %5s %10s %10s %5s %8s %-8s %s\n",
+	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %-8s %5s %10s %10s %5s %8s %-8s %s\n",
 		"interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
-		"mem/cpu", "timeout_ms", "frags", "evict", "warm", "mem_high",
+		"mem/cpu", "timeout_ms", "frags", "too_many", "evict", "warm", "mem_high",
 		"mem_low", "quota", "max_dist", "steer", "cpus");
 }
 
@@ -287,7 +287,7 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 	else
 		snprintf(dist, sizeof(dist), "%u",
 			 cfg->max_dist ? cfg->max_dist : XFRAG_DEF_MAX_DIST);
-	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %5u %10llu %10llu %5u %8s %-8s %u\n",
+	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %-8s %5u %10llu %10llu %5u %8s %-8s %u\n",
 		ifname, ifindex,
 		cfg->buckets ? mode_name(cfg->xdp_mode) : "loader", tc, room,
 		cfg->buckets ? cfg->buckets : XFRAG_DEF_BUCKETS,
@@ -295,6 +295,7 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 		cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM,
 		cfg->timeout_ms ? cfg->timeout_ms : XFRAG_DEF_TIMEOUT_MS,
 		cfg->max_frags ? cfg->max_frags : XFRAG_DEF_MAX_FRAGS,
+		xf_too_many_name(cfg->too_many),
 		xf_evict_name(cfg->evict),
 		cfg->warm_ms ? cfg->warm_ms : XFRAG_DEF_WARM_MS,
 		cfg->mem_high ? (unsigned long long)cfg->mem_high :

@@ -32,6 +32,8 @@ static const struct setting {
 	{ "mem-high", 1536, 1U << 30, offsetof(struct xfrag_config, mem_high) },
 	{ "mem-low", 1536, 1U << 30, offsetof(struct xfrag_config, mem_low) },
 	{ "quota", 0, 65535, offsetof(struct xfrag_config, quota) },
+	/* 0 (off) is stored as XFRAG_MAX_DIST_OFF: model_set() */
+	{ "max-dist", 0, 1000000, offsetof(struct xfrag_config, max_dist) },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -63,12 +65,24 @@ static int model_set(struct xfrag_config *m, const char *key, const char *val)
 			}
 		return -1;
 	}
+	if (!strcmp(key, "too-many")) {
+		if (!strcmp(val, "pass"))
+			m->too_many = XFRAG_TOO_MANY_PASS;
+		else if (!strcmp(val, "drop"))
+			m->too_many = XFRAG_TOO_MANY_DROP;
+		else
+			return -1;
+		return 0;
+	}
 	for (size_t i = 0; i < NSETTINGS; i++) {
 		if (strcmp(key, settings[i].key))
 			continue;
 		if (ref_parse_num(val, &v) || v < settings[i].min ||
 		    v > settings[i].max)
 			return -1;
+		if (settings[i].off == offsetof(struct xfrag_config, max_dist) &&
+		    !v)
+			v = XFRAG_MAX_DIST_OFF;
 		*fld(m, settings[i].off) = (__u32)v;
 		return 0;
 	}
@@ -99,6 +113,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	xf_config_keys(f);
 	fclose(f);
 	XF_CHECK(strstr(buf, "refuse|lru|progress"), "help lacks the policies");
+	XF_CHECK(strstr(buf, "  too-many   pass|drop"), "help lacks too-many");
 	for (size_t i = 0; i < NSETTINGS; i++) {
 		char pfx[32], *k, *nl;
 
@@ -203,6 +218,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 				if (strcmp(args[i], settings[k].key))
 					continue;	/* key, split at '=' */
+				if (settings[k].off ==
+				    offsetof(struct xfrag_config, max_dist) &&
+				    v == XFRAG_MAX_DIST_OFF)
+					continue;	/* "off" */
 				XF_CHECK(v >= settings[k].min &&
 					 v <= settings[k].max,
 					 "%s = %u outside %llu..%llu",

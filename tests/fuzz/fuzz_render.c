@@ -277,7 +277,7 @@ static void check_status(const char *ifname, unsigned int ifindex,
 			 const char *room)
 {
 	unsigned long long mem = c->mem_per_cpu ? c->mem_per_cpu : 2U << 20;
-	char want[17][32], *buf = NULL, *tok[64], *save = NULL, *t;
+	char want[18][32], *buf = NULL, *tok[64], *save = NULL, *t;
 	size_t len = 0;
 	int n = 0;
 
@@ -292,32 +292,36 @@ static void check_status(const char *ifname, unsigned int ifindex,
 	snprintf(want[6], 32, "%u", c->mem_per_cpu ? c->mem_per_cpu : 2U << 20);
 	snprintf(want[7], 32, "%u", c->timeout_ms ? c->timeout_ms : 30000);
 	snprintf(want[8], 32, "%u", c->max_frags ? c->max_frags : 64);
-	snprintf(want[9], 32, "%s", want_evict(c->evict));
-	snprintf(want[10], 32, "%u", c->warm_ms ? c->warm_ms : 50);
-	snprintf(want[11], 32, "%llu", c->mem_high ? c->mem_high : mem * 7 / 8);
-	snprintf(want[12], 32, "%llu", c->mem_low ? c->mem_low : mem * 3 / 4);
-	snprintf(want[13], 32, "%u", c->quota);
+	snprintf(want[9], 32, "%s",
+		 c->too_many == XFRAG_TOO_MANY_DROP ? "drop" :
+		 !c->too_many || c->too_many == XFRAG_TOO_MANY_PASS ? "pass" :
+		 "?");
+	snprintf(want[10], 32, "%s", want_evict(c->evict));
+	snprintf(want[11], 32, "%u", c->warm_ms ? c->warm_ms : 50);
+	snprintf(want[12], 32, "%llu", c->mem_high ? c->mem_high : mem * 7 / 8);
+	snprintf(want[13], 32, "%llu", c->mem_low ? c->mem_low : mem * 3 / 4);
+	snprintf(want[14], 32, "%u", c->quota);
 	if (c->max_dist == XFRAG_MAX_DIST_OFF)
-		snprintf(want[14], 32, "off");
+		snprintf(want[15], 32, "off");
 	else
-		snprintf(want[14], 32, "%u", c->max_dist ? c->max_dist : 1024);
-	snprintf(want[15], 32, "%s",
+		snprintf(want[15], 32, "%u", c->max_dist ? c->max_dist : 1024);
+	snprintf(want[16], 32, "%s",
 		 c->steer == XFRAG_STEER_OFF ? "off" :
 		 c->steer == XFRAG_STEER_CPUMAP ? "cpumap" :
 		 c->steer == XFRAG_STEER_RPS ? "rps" :
 		 c->steer == XFRAG_STEER_RPS_OURS ? "rps(set)" : "none");
-	snprintf(want[16], 32, "%u", c->steer_ncpus);
+	snprintf(want[17], 32, "%u", c->steer_ncpus);
 
 	RENDER(buf, len, xf_status_row(f, ifname, ifindex, c, tc, room));
 	XF_CHECK(len && buf[len - 1] == '\n', "status: no final newline");
 	for (t = strtok_r(buf, " \t\n\v\f\r", &save); t && n < 64;
 	     t = strtok_r(NULL, " \t\n\v\f\r", &save))
 		tok[n++] = t;
-	XF_CHECK(n >= 17, "status: %d columns", n);
-	for (int i = 0; i < 17; i++)
-		XF_CHECK(!strcmp(tok[n - 17 + i], want[i]),
+	XF_CHECK(n >= 18, "status: %d columns", n);
+	for (int i = 0; i < 18; i++)
+		XF_CHECK(!strcmp(tok[n - 18 + i], want[i]),
 			 "status column %d: '%s', expected '%s'", i + 2,
-			 tok[n - 17 + i], want[i]);
+			 tok[n - 18 + i], want[i]);
 	RENDER(buf, len, xf_status_header(f));
 	check_one_line(buf, len, "status header");
 }
