@@ -27,7 +27,7 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
 TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
-	     $(OUT)/diffrecv
+	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz \
 	fuzz-bin fuzz-diff test-vm
@@ -38,6 +38,10 @@ $(OUT):
 	$(Q)mkdir -p $@
 
 $(OUT)/xfrag.bpf.o: $(BPF_SRC) $(BPF_HDRS) | $(OUT)
+	@echo "  BPF     $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/xdp_count.bpf.o: tests/xdp_count.bpf.c vmlinux.h | $(OUT)
 	@echo "  BPF     $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -41,6 +41,7 @@ run_suite fuzz ./build/fuzz_prog
 run_suite cli tests/cli_test.sh
 run_suite fuzz-user tests/fuzz_test.sh
 run_suite ns ./tests/ns_test.sh
+run_suite vnet ./tests/vnet_test.sh
 run_suite corpus ./tests/corpus_test.sh
 run_suite diff ./tests/diff_test.sh
 

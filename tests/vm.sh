@@ -5,6 +5,7 @@
 # kernels:
 #
 #   tests/vm.sh [--kernel 6.1|6.12] [--suites "unit ns ..."] [--cmd CMD]
+#               [--net [--mtu M]]
 #   (make test-vm [KERNEL=6.1|6.12] [SUITES="unit ns ..."])
 #
 # The newest linux-image-6.1.0-*-amd64 (or linux-image-6.12.*+deb12-amd64,
@@ -21,6 +22,16 @@
 # guest, a time-out that kills qemu.  Prints the suites' `N passed, N
 # failed` line and exits non-zero on failure.
 #
+# --net (make test-vm runs it for suite vnet): the guest also gets a real
+# driver, a 2-queue virtio-net device (mq=on), backed by a multi-queue tap
+# that lives in a network namespace of the host made for the run
+# (xfvm-net): the tap, its addresses (10.77.0.1, .3, .4, .5/24 and
+# fd77::1, ::3, ::4, ::5/64), its neighbour entry and a UDP echo server
+# (tests/vnet_echo.py) are all inside it, and qemu runs in it (nsenter), so
+# nothing is added to the host's root namespace; the namespace is deleted
+# on exit.  The guest runs tests/vnet_test.sh against the echo server.
+# --mtu M: the tap's MTU (default 1500), passed to the guest.
+#
 # Environment: XF_VM_MEM (MiB, default 3072, at most 4096), XF_VM_TIMEOUT
 # (s, default 5400), XF_VM_ACCEL (kvm, tcg or auto: KVM only when a probe
 # boot shows it really works).
@@ -35,6 +46,12 @@ MEM=${XF_VM_MEM:-3072}
 TIMEOUT=${XF_VM_TIMEOUT:-5400}
 ACCEL=${XF_VM_ACCEL:-auto}
 LOCK=/run/lock/xfrag-vm.lock
+NET=${XF_VM_NET:-0}
+VNET_MTU=${XF_VM_MTU:-1500}
+NETNS=xfvm-net
+VNET_HMAC=02:77:00:00:00:01
+VNET_GMAC=52:54:00:77:00:02
+ECHO_PID=""
 
 die() {
 	echo "vm: $*" >&2
@@ -47,10 +64,16 @@ while [ $# -gt 0 ]; do
 	--kernel) KERNEL=$2; shift 2 ;;
 	--suites) SUITES=$2; shift 2 ;;
 	--cmd) CMD=$2; shift 2 ;;
+	--net) NET=1; shift ;;
+	--mtu) VNET_MTU=$2; NET=1; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
 [ "$MEM" -le 4096 ] || die "XF_VM_MEM=$MEM: at most 4096 MiB"
+# The real-driver suite needs the tap: on whenever it runs.
+if [ -z "$CMD" ] && { [ -z "$SUITES" ] || [[ " $SUITES " == *" vnet "* ]]; }; then
+	NET=1
+fi
 [ "$(id -u)" -eq 0 ] || die "needs root"
 
 case $KERNEL in
@@ -133,8 +156,45 @@ fi
 exec 9>"$LOCK"
 flock -w 1800 9 || die "another test VM holds $LOCK"
 
+# ---- The guest's real driver: a tap in a namespace of its own ------------
+net_cleanup() {
+	if [ -n "$ECHO_PID" ]; then
+		kill "$ECHO_PID" 2>/dev/null || true
+		wait "$ECHO_PID" 2>/dev/null || true
+	fi
+	ip netns del "$NETNS" 2>/dev/null || true
+}
+NETDEV=(-nic none)
+RUNIN=(unshare --net)
+if [ "$NET" = 1 ]; then
+	case $VNET_MTU in ''|*[!0-9]*) die "--mtu $VNET_MTU" ;; esac
+	trap net_cleanup EXIT
+	ip netns del "$NETNS" 2>/dev/null || true
+	ip netns add "$NETNS" || die "ip netns add $NETNS"
+	ip -n "$NETNS" link set lo up
+	ip -n "$NETNS" tuntap add dev xfvm0 mode tap multi_queue ||
+		die "tuntap in $NETNS"
+	ip -n "$NETNS" link set xfvm0 address "$VNET_HMAC" mtu "$VNET_MTU" up ||
+		die "tap MTU $VNET_MTU"
+	for a in 1 3 4 5; do
+		ip -n "$NETNS" addr add "10.77.0.$a/24" dev xfvm0
+		ip -n "$NETNS" addr add "fd77::$a/64" dev xfvm0 nodad
+	done
+	ip -n "$NETNS" neigh replace 10.77.0.2 lladdr "$VNET_GMAC" dev xfvm0 \
+		nud permanent
+	ip -n "$NETNS" neigh replace fd77::2 lladdr "$VNET_GMAC" dev xfvm0 \
+		nud permanent
+	nsenter --net=/run/netns/"$NETNS" python3 "$TOP/tests/vnet_echo.py" \
+		7007 10.77.0.1 10.77.0.3 10.77.0.4 10.77.0.5 fd77::1 fd77::3 \
+		fd77::4 fd77::5 &
+	ECHO_PID=$!
+	NETDEV=(-netdev "tap,id=n0,ifname=xfvm0,script=no,downscript=no,queues=2,vhost=off"
+		-device "virtio-net-pci,netdev=n0,mac=$VNET_GMAC,mq=on,vectors=6")
+	RUNIN=(nsenter --net=/run/netns/"$NETNS")
+fi
+
 QEMU=(qemu-system-x86_64 -machine q35 -m "$MEM" -smp 2 -nographic
-      -no-reboot -nic none -monitor none -serial stdio
+      -no-reboot "${NETDEV[@]}" -monitor none -serial stdio
       -kernel "$KDIR/boot/vmlinuz-$KVER" -initrd "$INITRD")
 BOOTARGS="console=ttyS0 panic=-1 quiet loglevel=4 xfrag.vm=1"
 
@@ -144,7 +204,7 @@ if [ "$ACCEL" = auto ]; then
 	ACCEL=tcg
 	if [ -w /dev/kvm ]; then
 		t0=$(date +%s)
-		if timeout -k 5 20 unshare --net "${QEMU[@]}" -accel kvm \
+		if timeout -k 5 20 "${RUNIN[@]}" "${QEMU[@]}" -accel kvm \
 			-cpu host -append "$BOOTARGS xfrag.probe=1" \
 			</dev/null 2>&1 | grep -q 'probe boot done' &&
 			[ $(($(date +%s) - t0)) -lt 20 ]; then
@@ -175,9 +235,10 @@ cat >"$OUT"/cmd <<EOF
 # Run inside the guest by vm-init.sh.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root XF_VM=1 XF_SUITES='$SUITES'
+export XF_VNET=$NET XF_VNET_MTU=$VNET_MTU XF_VNET_HMAC=$VNET_HMAC XF_VNET_GMAC=$VNET_GMAC
 $PASSENV
 cd '$TOP' || exit 1
-modprobe -a veth sch_ingress cls_bpf act_bpf 8021q 2>/dev/null
+modprobe -a veth sch_ingress cls_bpf act_bpf 8021q virtio_net 2>/dev/null
 echo "guest: kernel \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ { print \$2 / 1024 " MiB" }' /proc/meminfo)"
 $CMD
 rc=\$?
@@ -189,7 +250,7 @@ EOF
 echo "vm: kernel $KVER, $ACCEL, ${MEM} MiB, suites: ${SUITES:-all}"
 t0=$(date +%s)
 set +e
-timeout -k 10 "$TIMEOUT" unshare --net "${QEMU[@]}" \
+timeout -k 10 "$TIMEOUT" "${RUNIN[@]}" "${QEMU[@]}" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$OUT,mount_tag=xfout,security_model=none" \
 	-append "$BOOTARGS" </dev/null 2>&1 | tee "$OUT/console.log" |
