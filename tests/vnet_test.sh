@@ -131,6 +131,7 @@ one() {
 }
 
 DRIVER_LOST=0
+DISPATCHER=0
 q0=$(queues)
 for mode in none native skb; do
 	if [ "$mode" != none ]; then
@@ -146,6 +147,8 @@ for mode in none native skb; do
 		fi
 		pass "vnet-$mode:attach"
 		grep -iE "warning|dispatcher" <<<"$out" | sed "s/^/NOTE vnet $mode: /"
+		[ "$mode" = native ] && [[ $out != *"single XDP program"* ]] &&
+			DISPATCHER=1
 	fi
 	for size in 2000 4416 9000 16000 30000 65507; do
 		one "$mode" 4 "$size"
@@ -158,6 +161,94 @@ for mode in none native skb; do
 			fail "vnet-$mode:detach" "detach failed"
 	fi
 done
+# ---- The libxdp dispatcher with a second program (issue 24) -------------
+# xdp_count (tests/xdp_count.bpf.c) counts what reaches it and passes it.
+# Loaded first by xdp-loader, then `xfrag attach` must join its dispatcher,
+# not replace it; the run order follows the priorities (xfrag 5 from its
+# XDP_RUN_CONFIG, xdp_count 20 from its own, or 1 with --prio); `xfrag
+# detach` must leave xdp_count running.  After xfrag, xdp_count sees what
+# xfrag hands on: datagrams rebuilt in the frame whole (frames beyond the
+# MTU's 1514 bytes, never fragments), and for each TC hand-off the one
+# fragment that carries it; before xfrag it sees every fragment.  With
+# steering on, fragments xfrag redirects to their owner CPU leave the
+# dispatcher: the programs after it see neither them nor their datagram
+# (README, "Real driver").
+count_vals() {
+	bpftool map dump name xdp_count_map 2>/dev/null | awk '
+	/"frames"/ { gsub(/[^0-9]/, "", $2); f += $2 }
+	/"frags"/ { gsub(/[^0-9]/, "", $2); g += $2 }
+	/"big"/ { gsub(/[^0-9]/, "", $2); b += $2 }
+	END { print f + 0, g + 0, b + 0 }'
+}
+
+dispatch() {
+	local prio=$1 name=$2 out why="" f0 g0 b0 f1 g1 b1 c
+
+	if ! out=$(xdp-loader load -m native -P "$prio" "$IF" \
+			"$XF_BUILD/xdp_count.bpf.o" 2>&1); then
+		fail "vnet-dispatch:$name" "xdp-loader: $out"
+		return
+	fi
+	# --steer off: a fragment redirected to its owner CPU leaves the
+	# dispatcher (the cpumap runs xfrag_owner_nf alone), so programs
+	# after xfrag would not see it nor the datagram rebuilt from it.
+	# Each datagram's fragments arrive on one queue here (the tap
+	# hashes by address).
+	if ! out=$("$XF_BUILD/xfrag" attach "$IF" --mode native --steer off 2>&1) ||
+		[[ $out == *"single XDP program"* ]]; then
+		fail "vnet-dispatch:$name" "xfrag did not join the dispatcher: $out"
+		xdp-loader unload "$IF" --all >/dev/null 2>&1
+		"$XF_BUILD/xfrag" detach "$IF" >/dev/null 2>&1
+		return
+	fi
+	out=$(xdp-loader status "$IF" 2>&1)
+	grep -q xfrag_xdp <<<"$out" && grep -q xdp_count <<<"$out" ||
+		why="status: $(tr '\n' ' ' <<<"$out")"
+	read -r f0 g0 b0 <<<"$(count_vals)"
+	xf_stats "$XF_TMP/a.stats"
+	c=$(python3 "$XF_DIR/vnet_client.py" 7007 2000 3 3000 $HOSTS4 2>&1) ||
+		why="${why:+$why; }2000: $c"
+	c=$(python3 "$XF_DIR/vnet_client.py" 7007 9000 3 3000 $HOSTS4 2>&1) ||
+		why="${why:+$why; }9000: $c"
+	xf_stats "$XF_TMP/b.stats"
+	read -r f1 g1 b1 <<<"$(count_vals)"
+	local reqds xdp tc
+	reqds=$(xf_delta "$XF_TMP/a.stats" "$XF_TMP/b.stats" reasm_reqds)
+	xdp=$(xf_delta "$XF_TMP/a.stats" "$XF_TMP/b.stats" deliver_xdp)
+	tc=$(xf_delta "$XF_TMP/a.stats" "$XF_TMP/b.stats" deliver_tc)
+	echo "NOTE vnet dispatcher, xdp_count priority $prio: xfrag fragments $reqds, rebuilt in the frame $xdp, by TC $tc; xdp_count saw frames $((f1 - f0)), fragments $((g1 - g0)), beyond 1514 bytes $((b1 - b0))"
+	if [ "$prio" -gt 5 ]; then
+		# After xfrag: the in-frame datagrams whole, one fragment a hand-off.
+		[ $((g1 - g0)) -eq "$tc" ] ||
+			why="${why:+$why; }xdp_count saw $((g1 - g0)) fragments, want $tc (one a TC hand-off)"
+		[ $((b1 - b0)) -ge "$xdp" ] && [ "$xdp" -gt 0 ] ||
+			why="${why:+$why; }xdp_count saw $((b1 - b0)) whole datagrams, xfrag rebuilt $xdp in the frame"
+	else
+		# Before xfrag: every fragment.
+		[ $((g1 - g0)) -eq "$reqds" ] ||
+			why="${why:+$why; }xdp_count saw $((g1 - g0)) fragments, xfrag $reqds"
+	fi
+	"$XF_BUILD/xfrag" detach "$IF" >/dev/null 2>&1 || why="${why:+$why; }detach"
+	out=$(xdp-loader status "$IF" 2>&1)
+	grep -q xdp_count <<<"$out" && ! grep -q xfrag_xdp <<<"$out" ||
+		why="${why:+$why; }after detach: $(tr '\n' ' ' <<<"$out")"
+	xdp-loader unload "$IF" --all >/dev/null 2>&1
+	if [ -n "$why" ]; then
+		fail "vnet-dispatch:$name" "$why"
+	else
+		pass "vnet-dispatch:$name"
+	fi
+}
+
+if [ "$MTU" -gt 3500 ]; then
+	:	# the dispatcher rows run at MTU 1500
+elif [ "${DISPATCHER:-0}" = 1 ]; then
+	dispatch 20 xfrag-first
+	dispatch 1 xdp-count-first
+else
+	echo "SKIP vnet-dispatch: this kernel's libxdp dispatcher refuses xfrag (attached as a single program)"
+fi
+
 q1=$(queues)
 echo "NOTE vnet: receive queue interrupts before: ${q0:-?}, after: $q1; lost in the driver: $DRIVER_LOST datagrams"
 # Several source addresses: the tap spreads them over both queues.
