@@ -308,6 +308,39 @@ def tiny_flood(a, rig, dur):
     return res, out
 
 
+def guard_cost(a, rig, dur):
+    """Issue 22: the id-wrap guard's cost end to end.  IPv4 datagrams of
+    2944 and 4416 bytes (2 and 3 fragments) at the generator's full rate:
+    the kernel alone, xfrag with the guard (default) and with --max-dist 0,
+    runs alternating (kernel, on, off, off, on, kernel), datagrams/s and
+    receive-side CPU per datagram."""
+    out = ["", "Id-wrap guard, end to end: IPv4 at the generator's full "
+           "rate; datagrams/s and receive CPU us per datagram, mean of "
+           f"{a.reps} runs of {dur:.0f} s", "",
+           "| size | kernel | xfrag guard on | xfrag guard off | on / off "
+           "(dgrams/s) | on / off (CPU us) |", "|---|---|---|---|---|---|"]
+    res = []
+    for size in (2944, 4416):
+        p = dict(size=size)
+        runs = {"kernel": [], "on": [], "off": []}
+        order = ["kernel", "on", "off", "off", "on", "kernel"]
+        for side in order[:3 * a.reps] if a.reps < 2 else order:
+            extra = ("--max-dist", "0") if side == "off" else ()
+            runs[side].append(rig.measure(
+                "kernel" if side == "kernel" else "xfrag", p, dur, 0,
+                extra=extra))
+        m = {k: merge(v) for k, v in runs.items()}
+        res.append(dict(size=size, **m))
+        cell = {k: f"{v['dgrams_s']:.0f} / {fmt(v['cpu_us'], 2)}"
+                for k, v in m.items()}
+        out.append(f"| {size} | {cell['kernel']} | {cell['on']} | "
+                   f"{cell['off']} | "
+                   f"{fmt(ratio(m['on']['dgrams_s'], m['off']['dgrams_s']), 3)} | "
+                   f"{fmt(ratio(m['on']['cpu_us'] or 0, m['off']['cpu_us'] or 0), 3)} |")
+        print(out[-1], file=sys.stderr)
+    return res, out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--overload", action="store_true",
@@ -321,6 +354,8 @@ def main():
     ap.add_argument("--tiny-flood", action="store_true",
                     help="run the tiny-fragment flood rows (too-many pass "
                     "and drop) instead")
+    ap.add_argument("--guard-cost", action="store_true",
+                    help="run the id-wrap guard's end-to-end cost rows")
     ap.add_argument("--tiny-frags", type=int, default=100,
                     help="fragments of each tiny attack unit")
     ap.add_argument("--quick", action="store_true")
@@ -336,10 +371,12 @@ def main():
     dur = a.duration or (1.0 if a.quick else 5.0)
     a.reps = a.reps or (1 if a.quick else 2)
     rig = Rig(a)
-    if a.overload or a.tiny_flood:
-        res, out = (tiny_flood if a.tiny_flood else overload)(a, rig, dur)
+    if a.overload or a.tiny_flood or a.guard_cost:
+        fn, kind = ((tiny_flood, "tiny") if a.tiny_flood else
+                    (guard_cost, "guard") if a.guard_cost else
+                    (overload, "overload"))
+        res, out = fn(a, rig, dur)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        kind = "tiny" if a.tiny_flood else "overload"
         os.makedirs(a.results, exist_ok=True)
         with open(os.path.join(a.results, f"{kind}-{stamp}.json"),
                   "w") as f:
