@@ -189,21 +189,32 @@ dispatch() {
 		fail "vnet-dispatch:$name" "xdp-loader: $out"
 		return
 	fi
-	# --steer off: a fragment redirected to its owner CPU leaves the
-	# dispatcher (the cpumap runs xfrag_owner_nf alone), so programs
-	# after xfrag would not see it nor the datagram rebuilt from it.
-	# Each datagram's fragments arrive on one queue here (the tap
-	# hashes by address).
-	if ! out=$("$XF_BUILD/xfrag" attach "$IF" --mode native --steer off 2>&1) ||
+	# Steering as chosen by attach: a fragment redirected to its owner
+	# CPU leaves the dispatcher (the cpumap runs xfrag_owner_nf alone),
+	# so with a program after xfrag attach turns steering off and says
+	# why; with none after it, steering stays on.  Each datagram's
+	# fragments arrive on one queue here (the tap hashes by address).
+	if ! out=$("$XF_BUILD/xfrag" attach "$IF" --mode native 2>&1) ||
 		[[ $out == *"single XDP program"* ]]; then
 		fail "vnet-dispatch:$name" "xfrag did not join the dispatcher: $out"
 		xdp-loader unload "$IF" --all >/dev/null 2>&1
 		"$XF_BUILD/xfrag" detach "$IF" >/dev/null 2>&1
 		return
 	fi
+	local steer want
+	steer=$("$XF_BUILD/xfrag" status | awk -v i="$IF" '$1 == i { print $(NF - 1) }')
+	if [ "$prio" -gt 5 ]; then
+		want=off
+		[[ $out == *"XDP programs run after xfrag in the dispatcher (xdp_count)"*"so it is off"* ]] ||
+			why="attach did not say why steering is off: $(tr '\n' ' ' <<<"$out")"
+	else
+		want=cpumap
+	fi
+	[ "$steer" = "$want" ] || why="${why:+$why; }status steer $steer, want $want"
+	echo "NOTE vnet dispatcher, xdp_count priority $prio: steering $steer"
 	out=$(xdp-loader status "$IF" 2>&1)
 	grep -q xfrag_xdp <<<"$out" && grep -q xdp_count <<<"$out" ||
-		why="status: $(tr '\n' ' ' <<<"$out")"
+		why="${why:+$why; }status: $(tr '\n' ' ' <<<"$out")"
 	read -r f0 g0 b0 <<<"$(count_vals)"
 	xf_stats "$XF_TMP/a.stats"
 	c=$(python3 "$XF_DIR/vnet_client.py" 7007 2000 3 3000 $HOSTS4 2>&1) ||
@@ -240,11 +251,38 @@ dispatch() {
 	fi
 }
 
+# Asked for by name, steering stays on behind a later program: attach
+# warns, and status says so under its table.
+dispatch_steer_asked() {
+	local out why=""
+
+	if ! out=$(xdp-loader load -m native -P 20 "$IF" \
+			"$XF_BUILD/xdp_count.bpf.o" 2>&1); then
+		fail "vnet-dispatch:steer-asked" "xdp-loader: $out"
+		return
+	fi
+	out=$("$XF_BUILD/xfrag" attach "$IF" --mode native --steer cpumap 2>&1) ||
+		why="attach failed: $out"
+	[[ $out == *"warning: XDP programs run after xfrag in the dispatcher (xdp_count)"* ]] ||
+		why="${why:+$why; }no warning: $(tr '\n' ' ' <<<"$out")"
+	out=$("$XF_BUILD/xfrag" status 2>&1)
+	[[ $out == *"$IF: steering through the cpumap, and XDP programs run after xfrag in the dispatcher (xdp_count)"* ]] ||
+		why="${why:+$why; }status: $(tr '\n' ' ' <<<"$out")"
+	"$XF_BUILD/xfrag" detach "$IF" >/dev/null 2>&1 || why="${why:+$why; }detach"
+	xdp-loader unload "$IF" --all >/dev/null 2>&1
+	if [ -n "$why" ]; then
+		fail "vnet-dispatch:steer-asked" "$why"
+	else
+		pass "vnet-dispatch:steer-asked"
+	fi
+}
+
 if [ "$MTU" -gt 3500 ]; then
 	:	# the dispatcher rows run at MTU 1500
 elif [ "${DISPATCHER:-0}" = 1 ]; then
 	dispatch 20 xfrag-first
 	dispatch 1 xdp-count-first
+	dispatch_steer_asked
 else
 	echo "SKIP vnet-dispatch: this kernel's libxdp dispatcher refuses xfrag (attached as a single program)"
 fi

@@ -551,6 +551,31 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	/* Steering last: fragments reach their owner only once everything
 	 * else is in place.  A mechanism that cannot be set up fails the
 	 * attach: steering never turns itself off silently. */
+	if (steer == XFRAG_STEER_CPUMAP) {
+		/* A fragment steered through the cpumap leaves the libxdp
+		 * dispatcher, so the programs after xfrag would see neither
+		 * it nor its datagram: a filter there would be bypassed.
+		 * Unless asked for by name, steering is off then. */
+		char after[256];
+		bool asked = steer_o->set && !strcmp(steer_o->val, "cpumap");
+
+		if (xf_progs_after(ifindex, after, sizeof(after)) > 0) {
+			if (asked) {
+				printf("xfrag: warning: XDP programs run after "
+				       "xfrag in the dispatcher (%s): fragments "
+				       "steered to their owner CPU and the "
+				       "datagrams rebuilt from them skip them "
+				       "(--steer cpumap)\n", after);
+			} else {
+				printf("xfrag: XDP programs run after xfrag in "
+				       "the dispatcher (%s): steering through "
+				       "the cpumap would take fragments past "
+				       "them, so it is off (--steer cpumap "
+				       "steers anyway)\n", after);
+				steer = XFRAG_STEER_OFF;
+			}
+		}
+	}
 	cfg.steer = steer;
 	if (steer == XFRAG_STEER_CPUMAP) {
 		err = steer_cpumap(dir, secret, buckets, ways, nchunks, skel,

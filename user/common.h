@@ -102,6 +102,7 @@ void xf_cpus_str(const __u32 *cpus, int n, char *buf, size_t len);
 int xf_rps_set(const char *ifname, const __u32 *cpus, int n, const char **why);
 int xf_rps_clear(const char *ifname);
 const char *xf_steer_name(__u32 steer);
+int xf_progs_after(int ifindex, char *names, size_t len);
 
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);

@@ -264,6 +264,42 @@ const char *xf_steer_name(__u32 steer)
 	}
 }
 
+/*
+ * The XDP programs that run after xfrag_xdp in the libxdp dispatcher on
+ * ifindex, in run order, their names joined into names (", "); their
+ * number, 0 with no dispatcher or none after xfrag.  A fragment steered
+ * through the cpumap leaves the dispatcher, so these would not see it.
+ */
+int xf_progs_after(int ifindex, char *names, size_t len)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+	bool after = false;
+	size_t used = 0;
+	int n = 0;
+
+	if (len)
+		names[0] = 0;
+	if (libxdp_get_error(mp) || !mp)
+		return 0;
+	if (!xdp_multiprog__is_legacy(mp)) {
+		while ((p = xdp_multiprog__next_prog(p, mp))) {
+			const char *name = xdp_program__name(p);
+
+			if (!after) {
+				after = !strcmp(name, "xfrag_xdp");
+				continue;
+			}
+			if (used < len)
+				used += snprintf(names + used, len - used,
+						 "%s%s", n ? ", " : "", name);
+			n++;
+		}
+	}
+	xdp_multiprog__close(mp);
+	return n;
+}
+
 void xf_status_header(FILE *f)
 {
 	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %-8s %5s %10s %10s %5s %8s %-8s %s\n",
@@ -310,10 +346,12 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 	struct dirent *de;
 	DIR *d;
 	int n = 0, unpinned = 0;
+	static char late[4096], after[256];
 	(void)argc;
 	(void)argv;
 	(void)opts;
 
+	late[0] = 0;
 	d = opendir(XFRAG_PIN_ROOT);
 	if (!d) {
 		printf("xfrag is not attached anywhere (no %s)\n", XFRAG_PIN_ROOT);
@@ -338,6 +376,17 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 			   &sweep);
 		xf_status_row(stdout, de->d_name, if_nametoindex(de->d_name),
 			      &cfg, tc, room);
+		if (cfg.steer == XFRAG_STEER_CPUMAP &&
+		    if_nametoindex(de->d_name) &&
+		    xf_progs_after(if_nametoindex(de->d_name), after,
+				   sizeof(after)) > 0)
+			snprintf(late + strlen(late), sizeof(late) - strlen(late),
+				 "xfrag: %s: steering through the cpumap, and "
+				 "XDP programs run after xfrag in the "
+				 "dispatcher (%s): fragments steered to their "
+				 "owner CPU and the datagrams rebuilt from them "
+				 "skip those programs; attach again with "
+				 "--steer off\n", de->d_name, after);
 		unpinned |= sweep && !strcmp(sweep, "unpinned");
 		n++;
 	}
@@ -346,5 +395,6 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		printf("(none)\n");
 	if (unpinned)
 		printf("%s\n", XF_SWEEP_UNPINNED_NOTE);
+	fputs(late, stdout);
 	return XF_EXIT_OK;
 }
