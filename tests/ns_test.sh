@@ -357,6 +357,25 @@ split_xfer() {
 	echo "NOTE $MODE split $size to $dst: ${SPLIT_OK:-?}/$count delivered intact$(xf && echo ", steer_out $(sd steer_out), steer_in $(sd steer_in)")"
 }
 
+# spread_seen: `stats --per-cpu` shows where the fragments went (issue 36):
+# both CPUs received some, what left one arrived on the other, and the
+# columns add up to the sums.
+spread_seen() {
+	local out rows
+
+	out=$(xf_in "$XF_RCV" "$XF_BUILD/xfrag" stats "$XF_RIF" --per-cpu 2>&1)
+	rows=$(awk '$1 ~ /^(received|steered_out|steered_in|processed|reassembled)$/ {
+		s = 0; for (i = 3; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i
+		printf "%s %s %s %s %s\n", $1, $2, $3, $4, ($2 == s ? "ok" : "bad") }' <<<"$out")
+	echo "NOTE $MODE spread (row, all, cpu0, cpu1): $(tr '\n' ';' <<<"$rows")"
+	[ "$(grep -c ' ok$' <<<"$rows")" -eq 5 ] || bad "per-cpu columns do not add up: $rows"
+	awk '$1 == "received" && $3 > 0 && $4 > 0 { f = 1 } END { exit !f }' <<<"$rows" ||
+		bad "both CPUs should have received fragments: $rows"
+	[ "$(awk '$1 == "steered_out" { print $2 }' <<<"$rows")" = \
+	  "$(awk '$1 == "steered_in" { print $2 }' <<<"$rows")" ] ||
+		bad "steered_out != steered_in: $rows"
+}
+
 # split SRC DST SIZE COUNT: with steering every datagram arrives intact,
 # through xfrag (TC, replay) or, where xfrag hands it on untouched, the
 # kernel.
@@ -378,6 +397,7 @@ split() {
 		expect "steer_out delta" -gt 0 "$(sd steer_out)"
 		expect "steer_in delta" -eq "$(sd steer_out)" "$(sd steer_in)"
 		expect "steer_failed delta" -eq 0 "$(sd steer_failed)"
+		spread_seen
 	else
 		expect "steer_out delta (rps)" -eq 0 "$(sd steer_out)"
 	fi

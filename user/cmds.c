@@ -58,7 +58,7 @@ static struct xf_opt none_opts[] = { END };
 
 static struct xf_opt stats_opts[] = {
 	FLAG("json", "print one JSON object"),
-	FLAG("per-cpu", "show every CPU's values as well as the sum"),
+	FLAG("per-cpu", "show every CPU's values as well as the sum, and where fragments were received, steered and reassembled"),
 	NUM("interval", "SECONDS", "print per-second rates every SECONDS",
 	    NULL, 1, 3600),
 	NUM("count", "N", "with --interval: stop after N reports", "forever",

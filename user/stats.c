@@ -81,6 +81,53 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 {
 	fprintf(f, "xfrag counters on %s%s\n", ifname,
 		prev ? " (rate per second since the last report)" : "");
+	if (pc) {
+		/* Where the work ran: a fragment is received on the CPU its
+		 * queue (or sender, on veth) runs on, then reassembled there
+		 * or on its owner after a steer. */
+		static const struct {
+			const char *name, *help;
+		} rows[] = {
+			{ "received", "fragments that arrived on this CPU" },
+			{ "steered_out", "of them, redirected to their owner CPU" },
+			{ "steered_in", "fragments this CPU owns, from the others" },
+			{ "processed", "fragments processed here (reasm_reqds)" },
+			{ "reassembled", "datagrams completed here (reasm_oks)" },
+		};
+
+		fprintf(f, "  %-18s %14s", "spread", "all");
+		for (int c = 0; c < ncpu; c++)
+			fprintf(f, " %10s%-3d", "cpu", c);
+		fprintf(f, "\n");
+		for (unsigned int r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+			__u64 v;
+
+			for (int c = -1; c < ncpu; c++) {
+				const struct xfrag_stats *x = c < 0 ? sum : &pc[c];
+
+				switch (r) {
+				case 0:
+					v = x->reasm_reqds - x->steer_in +
+					    x->steer_out;
+					break;
+				case 1: v = x->steer_out; break;
+				case 2: v = x->steer_in; break;
+				case 3: v = x->reasm_reqds; break;
+				default: v = x->reasm_oks; break;
+				}
+				if (c < 0)
+					fprintf(f, "  %-18s %14llu", rows[r].name,
+						(unsigned long long)v);
+				else
+					fprintf(f, " %10llu   ", (unsigned long long)v);
+			}
+			fprintf(f, "  %s\n", rows[r].help);
+		}
+		fprintf(f, "  %-18s %14s", "counter", "sum");
+		for (int c = 0; c < ncpu; c++)
+			fprintf(f, " %10s%-3d", "cpu", c);
+		fprintf(f, "\n");
+	}
 	for (int i = 0; i < xf_ncounters; i++) {
 		fprintf(f, "  %-18s %14llu", xf_counters[i].name,
 			(unsigned long long)field(sum, i));
@@ -91,7 +138,7 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 			fprintf(f, " %14s", "");
 		if (pc)
 			for (int c = 0; c < ncpu; c++)
-				fprintf(f, " %10llu",
+				fprintf(f, " %10llu   ",
 					(unsigned long long)field(&pc[c], i));
 		fprintf(f, "  %s\n", xf_counters[i].help);
 	}
