@@ -142,9 +142,10 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	/* The kernel refuses more entries than its NR_CPUS: the loader sizes
-	 * it to the possible CPUs; at 1, the object loads anywhere. */
-	__uint(max_entries, 1);
+	/* The kernel refuses more entries than its NR_CPUS: `xfrag attach`
+	 * sizes it to the possible CPUs; as built, XFRAG_LOADER_CPUMAP
+	 * (owners for `xfrag steer` in an xdp-loader set-up). */
+	__uint(max_entries, XFRAG_LOADER_CPUMAP);
 	__type(key, __u32);
 	__type(value, struct bpf_cpumap_val);
 } xfrag_cpumap SEC(".maps");

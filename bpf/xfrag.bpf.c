@@ -833,7 +833,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
  * Steering: is this fragment's owner another CPU?  Then redirect it there
  * through xfrag_cpumap and return XDP_REDIRECT; else -1, process it here.
  * The owner hashes the key without its id (include/xfrag.h), under the
- * loader's secret: the same on every CPU.  A refused redirect (no cpumap
+ * steering key of the config: the same on every CPU.  A refused redirect (no cpumap
  * entry) is counted and the fragment processed where it is.
  */
 static __always_inline int xfrag_steer(struct xfrag_pkt *p)
@@ -849,7 +849,7 @@ static __always_inline int xfrag_steer(struct xfrag_pkt *p)
 	n = cp->steer_ncpus;
 	if (!n || n > XFRAG_MAX_CPUS)
 		return -1;
-	h = xfrag_flow_hash(&p->key, xfrag_secret[0], xfrag_secret[1]);
+	h = xfrag_flow_hash(&p->key, cp->steer_key[0], cp->steer_key[1]);
 	slot = (__u32)(((h >> 32) * n) >> 32);
 	cpu = bpf_map_lookup_elem(&xfrag_owners, &slot);
 	if (!cpu || *cpu == bpf_get_smp_processor_id())

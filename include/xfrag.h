@@ -98,6 +98,13 @@
 #define XFRAG_SWEEP_UNPINNED	2	/* the kernel refused the flag */
 #define XFRAG_SWEEP_MAX		4096
 #define XFRAG_MAX_CPUS		1024
+/*
+ * xfrag_cpumap's size in the object as built (xdp-loader set-ups, where
+ * nobody resizes it; `xfrag attach` sizes it to the possible CPUs): owners
+ * for `xfrag steer` are CPUs below it.  The kernel refuses a cpumap larger
+ * than its NR_CPUS (x86-64 kernels: 64 or more; Debian's: 8192).
+ */
+#define XFRAG_LOADER_CPUMAP	64
 
 /* Largest L3 header stored from a datagram's first fragment. */
 #define XFRAG_HDR_MAX		128
@@ -171,6 +178,9 @@ struct xfrag_config {
 	__u32 steer_ncpus;	/* owner CPUs in xfrag_owners[0, n) */
 	__u32 max_dist;		/* id-wrap guard; 0: XFRAG_DEF_MAX_DIST */
 	__u32 too_many;		/* XFRAG_TOO_MANY_*; 0: XFRAG_DEF_TOO_MANY */
+	/* Key of the owner hash (steering), drawn by whoever set steering
+	 * up (`xfrag attach`, `xfrag steer`): the same on every CPU. */
+	__u64 steer_key[2];
 };
 
 /*
@@ -230,7 +240,7 @@ struct xfrag_guard {
 #define XFRAG_STEER_CPUMAP	2
 #define XFRAG_STEER_RPS		3
 #define XFRAG_STEER_RPS_OURS	4	/* rps, rps_cpus written by attach */
-/* Owner hash: the table's SipHash under the secret with k0 ^ this salt. */
+/* Owner hash: SipHash under the config's steer_key with k0 ^ this salt. */
 #define XFRAG_OWNER_SALT	0x6f776e6572637075ULL	/* "ownercpu" */
 /* Entries of each cpumap queue (frames waiting for the owner's kthread). */
 #define XFRAG_CPUMAP_QSIZE	2048

@@ -66,6 +66,10 @@ if grep -E '^xfc0 +[0-9]+ +skb +yes +- +64 +4 +262144 +1000 +16' /tmp/xf-cli.out
 else
 	ko status-shows-limits "$(cat /tmp/xf-cli.out)"
 fi
+# xfrag steer is for xdp-loader set-ups: attach's own steering stays.
+expect steer-after-attach 2 in_ns $X steer xfc0
+grep -q "attach again with --steer" /tmp/xf-cli.out && ok steer-after-attach-says ||
+	ko steer-after-attach-says "$(cat /tmp/xf-cli.out)"
 # skb mode steers with RPS: set by attach on the queues, shown by status.
 rps() { ip netns exec $NS cat /sys/class/net/xfc0/queues/rx-0/rps_cpus; }
 if grep -E '^xfc0 .* 1024 +rps\(set\) +[0-9]+$' /tmp/xf-cli.status >/dev/null &&

@@ -825,6 +825,47 @@ ld_warm() {
 	xf_snd ping -q -c 2 -i 0.2 -W 1 "$XF_R4" >/dev/null 2>&1
 }
 
+# `xfrag steer` (issue 36): steering for the object xdp-loader loaded,
+# which nobody else sets up.  Before it status says none; after it
+# datagrams whose fragments arrive on two CPUs are all delivered, through
+# the cpumap (native: steer_out = steer_in > 0) or RPS (skb: nothing is
+# redirected); `--off` stops it.
+t_ld_steer() {
+	local line out want=cpumap
+
+	[ "$(nproc)" -ge 2 ] || { echo "NOTE one CPU: nothing to steer"; return; }
+	[ "${MODE#loader-}" = skb ] && want="rps(set)"
+	line=$(xf_cli status 2>&1 | awk -v i="$XF_RIF" '$1 == i { print $(NF - 1) }')
+	[ "$line" = none ] || bad "steer before xfrag steer: '$line', want none"
+	if ! out=$(xf_cli steer "$XF_RIF" 2>&1); then
+		bad "xfrag steer: $out"
+		return
+	fi
+	echo "NOTE $MODE: $out"
+	line=$(xf_cli status 2>&1 | awk -v i="$XF_RIF" '$1 == i { print $(NF - 1) }')
+	[ "$line" = "$want" ] || bad "steer after xfrag steer: '$line', want $want"
+	XF_SND_CPU=1 ld_warm	# the TC half announces itself per CPU
+	split_xfer "$XF_S4" "$XF_R4" 4416 50 || return
+	expect "datagrams delivered intact" -eq 50 "${SPLIT_OK:-none}"
+	expect "datagrams corrupted" -eq 0 "${SPLIT_BAD:-none}"
+	if [ "$want" = cpumap ]; then
+		expect "steer_out delta" -gt 0 "$(sd steer_out)"
+		expect "steer_in delta" -eq "$(sd steer_out)" "$(sd steer_in)"
+		expect "reasm_oks delta" -eq 50 "$(sd reasm_oks)"
+	else
+		expect "steer_out delta (rps)" -eq 0 "$(sd steer_out)"
+	fi
+	if ! out=$(xf_cli steer "$XF_RIF" --off 2>&1); then
+		bad "xfrag steer --off: $out"
+	fi
+	line=$(xf_cli status 2>&1 | awk -v i="$XF_RIF" '$1 == i { print $(NF - 1) }')
+	[ "$line" = off ] || bad "steer after --off: '$line', want off"
+	if [ "$want" != cpumap ]; then
+		out=$(ip netns exec "$XF_RCV" cat /sys/class/net/"$XF_RIF"/queues/rx-0/rps_cpus 2>&1)
+		[ "$(tr -d '0,\n' <<<"$out")" = "" ] || bad "rps_cpus after --off: $out"
+	fi
+}
+
 run_loader() {
 	local out
 
@@ -855,6 +896,7 @@ run_loader() {
 		run tc-udp-16000 t_ld_tc_udp_16000
 		run tc-udp6-9000 t_ld_tc_udp6_9000
 		run tc-ping t_ld_tc_ping
+		XF_SND_CPU="" run steer t_ld_steer
 	fi
 	run bpftool t_ld_bpftool
 	XF_SND_CPU=""

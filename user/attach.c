@@ -151,6 +151,7 @@ static int tc_detach(int ifindex)
 /*
  * Open the object for the pin folder dir with its table geometry and hash
  * secret; only the programs named in `progs` (NULL-terminated) are loaded.
+ * secret NULL: the object as built, as xdp-loader loads it (`xfrag steer`).
  * NULL on failure (said).
  */
 static struct xfrag_bpf *open_obj(const char *dir, const __u64 *secret,
@@ -168,6 +169,8 @@ static struct xfrag_bpf *open_obj(const char *dir, const __u64 *secret,
 			strerror(errno));
 		return NULL;
 	}
+	if (!secret)
+		goto progs;
 	skel->rodata->xfrag_secret[0] = secret[0];
 	skel->rodata->xfrag_secret[1] = secret[1];
 	skel->rodata->xfrag_buckets = buckets;
@@ -185,6 +188,7 @@ static struct xfrag_bpf *open_obj(const char *dir, const __u64 *secret,
 		xfrag_bpf__destroy(skel);
 		return NULL;
 	}
+progs:
 	bpf_object__for_each_program(p, skel->obj) {
 		bool on = false;
 
@@ -241,12 +245,10 @@ fail:
  * 0, or -errno with the reason said.
  */
 static int steer_cpumap(const char *dir, const __u64 *secret, __u32 buckets,
-			__u32 ways, __u32 nchunks, struct xfrag_bpf *skel,
+			__u32 ways, __u32 nchunks, int cmfd, int ofd,
 			const __u32 *cpus, int n, const char **variant)
 {
 	static const char *const names[2] = { "xfrag_owner", "xfrag_owner_nf" };
-	int cmfd = bpf_map__fd(skel->maps.xfrag_cpumap);
-	int ofd = bpf_map__fd(skel->maps.xfrag_owners);
 	int err = 0;
 
 	for (int i = 0; i < n; i++) {
@@ -487,6 +489,11 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		goto out;
 	}
 	secret[1] |= 1;
+	if (getrandom(cfg.steer_key, sizeof(cfg.steer_key), 0) !=
+	    sizeof(cfg.steer_key)) {
+		fprintf(stderr, "xfrag attach: getrandom: %s\n", strerror(errno));
+		goto out;
+	}
 	skel = open_skel(dir, secret, buckets, ways, nchunks, &prog);
 	if (!skel)
 		goto out;
@@ -578,7 +585,9 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	}
 	cfg.steer = steer;
 	if (steer == XFRAG_STEER_CPUMAP) {
-		err = steer_cpumap(dir, secret, buckets, ways, nchunks, skel,
+		err = steer_cpumap(dir, secret, buckets, ways, nchunks,
+				   bpf_map__fd(skel->maps.xfrag_cpumap),
+				   bpf_map__fd(skel->maps.xfrag_owners),
 				   cpus, ncpus, &variant);
 		if (err) {
 			fprintf(stderr, "xfrag attach: steering through a cpumap "
@@ -741,4 +750,230 @@ int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts)
 	unpin_all(ifname);
 	printf("xfrag: detached from %s\n", ifname);
 	return XF_EXIT_OK;
+}
+
+/*
+ * The fd of xfrag_xdp on ifindex (alone or under the dispatcher), with
+ * the attach mode; -1 when it is not there.  The caller closes mp.
+ */
+static int find_xfrag_xdp(int ifindex, struct xdp_multiprog **mpp,
+			  enum xdp_attach_mode *mode)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+
+	*mpp = NULL;
+	if (libxdp_get_error(mp) || !mp)
+		return -1;
+	*mpp = mp;
+	*mode = xdp_multiprog__attach_mode(mp);
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		return p && !strcmp(xdp_program__name(p), "xfrag_xdp") ?
+			xdp_program__fd(p) : -1;
+	}
+	while ((p = xdp_multiprog__next_prog(p, mp)))
+		if (!strcmp(xdp_program__name(p), "xfrag_xdp"))
+			return xdp_program__fd(p);
+	return -1;
+}
+
+/* The fd of the map named `name` that program prog_fd uses; -1: none. */
+static int prog_map_by_name(int prog_fd, const char *name, __u32 *max_entries)
+{
+	__u32 ids[64], len;
+	struct bpf_prog_info info = {};
+	int fd = -1;
+
+	len = sizeof(info);
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -1;
+	for (__u32 i = 0; i < info.nr_map_ids && i < 64 && fd < 0; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		if (m < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(m, &mi, &mlen) &&
+		    !strcmp(mi.name, name)) {
+			fd = m;
+			*max_entries = mi.max_entries;
+		} else {
+			close(m);
+		}
+	}
+	return fd;
+}
+
+/*
+ * xfrag steer IFACE: steering for an instance loaded by xdp-loader (and
+ * tc), which nobody else sets up: the owner list, the cpumap found through
+ * xfrag_xdp's own maps (it is not pinned) with the owner program of the
+ * object as built, a fresh owner-hash key, then the STEER flag.  In skb
+ * mode RPS instead, as `xfrag attach` does.  --off undoes it.
+ */
+int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts)
+{
+	const char *ifname = argv[0], *variant = NULL, *why = NULL;
+	bool off = xf_opt(opts, "off")->set;
+	static __u32 cpus[XFRAG_MAX_CPUS];
+	struct xdp_multiprog *mp = NULL;
+	enum xdp_attach_mode mode = XDP_MODE_NATIVE;
+	struct xfrag_config cfg = {};
+	int ifindex, cfd = -1, pfd, cmfd = -1, ofd = -1, ncpus, ret = XF_EXIT_FAIL;
+	__u32 zero = 0, cmsize = 0;
+	char dir[192], cpulist[256], after[256];
+	(void)argc;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "xfrag steer: needs root\n");
+		return XF_EXIT_PERM;
+	}
+	if (xf_pin_dir(dir, sizeof(dir), ifname) ||
+	    !(ifindex = if_nametoindex(ifname))) {
+		fprintf(stderr, "xfrag: unknown interface '%s'\n", ifname);
+		return XF_EXIT_IFACE;
+	}
+	quiet_libs();
+	cfd = xf_pin_open(ifname, "xfrag_config");
+	if (cfd < 0 || bpf_map_lookup_elem(cfd, &zero, &cfg)) {
+		fprintf(stderr, "xfrag steer: xfrag's maps are not pinned under "
+			"%s (load it with xdp-loader load -p %s)\n", dir, dir);
+		ret = XF_EXIT_IFACE;
+		goto out;
+	}
+	if (cfg.buckets) {
+		fprintf(stderr, "xfrag steer: %s was attached by xfrag attach, "
+			"which set its steering up (%s); attach again with "
+			"--steer to change it\n", ifname,
+			xf_steer_name(cfg.steer));
+		ret = XF_EXIT_USAGE;
+		goto out;
+	}
+	pfd = find_xfrag_xdp(ifindex, &mp, &mode);
+	if (pfd < 0) {
+		fprintf(stderr, "xfrag steer: xfrag_xdp is not attached to %s\n",
+			ifname);
+		ret = XF_EXIT_IFACE;
+		goto out;
+	}
+	if (off) {
+		cfg.flags &= ~XFRAG_CFG_STEER;
+		if (cfg.steer == XFRAG_STEER_RPS_OURS && xf_rps_clear(ifname))
+			fprintf(stderr, "xfrag steer: could not clear RPS on %s\n",
+				ifname);
+		cfg.steer = XFRAG_STEER_OFF;
+		cfg.steer_ncpus = 0;
+		if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+			fprintf(stderr, "xfrag steer: cannot write config: %s\n",
+				strerror(errno));
+			goto out;
+		}
+		cmfd = prog_map_by_name(pfd, "xfrag_cpumap", &cmsize);
+		for (__u32 c = 0; cmfd >= 0 && c < cmsize; c++)
+			bpf_map_delete_elem(cmfd, &c);
+		printf("xfrag: steering off on %s\n", ifname);
+		ret = XF_EXIT_OK;
+		goto out;
+	}
+	if (xf_opt(opts, "cpus")->set) {
+		ncpus = xf_parse_cpus(xf_opt(opts, "cpus")->val, cpus,
+				      XFRAG_MAX_CPUS);
+		if (ncpus < 0 || (int)cpus[ncpus - 1] >=
+				 libbpf_num_possible_cpus()) {
+			fprintf(stderr, "xfrag steer: --cpus: not a list of "
+				"this machine's CPUs: %s\n",
+				xf_opt(opts, "cpus")->val);
+			ret = XF_EXIT_USAGE;
+			goto out;
+		}
+	} else {
+		ncpus = xf_online_cpus(cpus, XFRAG_MAX_CPUS);
+		if (ncpus < 0) {
+			fprintf(stderr, "xfrag steer: cannot read the online "
+				"CPUs; give --cpus\n");
+			goto out;
+		}
+	}
+	if (getrandom(cfg.steer_key, sizeof(cfg.steer_key), 0) !=
+	    sizeof(cfg.steer_key)) {
+		fprintf(stderr, "xfrag steer: getrandom: %s\n", strerror(errno));
+		goto out;
+	}
+	if (mode == XDP_MODE_SKB) {
+		int r = xf_rps_set(ifname, cpus, ncpus, &why);
+
+		if (r < 0) {
+			fprintf(stderr, "xfrag steer: RPS: %s\n", why);
+			goto out;
+		}
+		xf_cpus_str(cpus, ncpus, cpulist, sizeof(cpulist));
+		cfg.flags &= ~XFRAG_CFG_STEER;
+		cfg.steer = r;
+		cfg.steer_ncpus = ncpus;
+		variant = "RPS";
+	} else {
+		int n = 0;
+
+		if (xf_progs_after(ifindex, after, sizeof(after)) > 0 &&
+		    !xf_opt(opts, "force")->set) {
+			fprintf(stderr, "xfrag steer: XDP programs run after "
+				"xfrag in the dispatcher on %s (%s): fragments "
+				"steered through the cpumap would skip them; "
+				"--force steers anyway\n", ifname, after);
+			ret = XF_EXIT_USAGE;
+			goto out;
+		}
+		cmfd = prog_map_by_name(pfd, "xfrag_cpumap", &cmsize);
+		ofd = xf_pin_open(ifname, "xfrag_owners");
+		if (cmfd < 0 || ofd < 0) {
+			fprintf(stderr, "xfrag steer: cannot find xfrag_xdp's "
+				"cpumap and owner list on %s\n", ifname);
+			goto out;
+		}
+		/* Owners: the CPUs the cpumap as built can address. */
+		for (int i = 0; i < ncpus; i++)
+			if (cpus[i] < cmsize)
+				cpus[n++] = cpus[i];
+		if (n < ncpus)
+			printf("xfrag: steer: the object's cpumap addresses "
+			       "CPUs below %u: %d of the CPUs own datagrams\n",
+			       cmsize, n);
+		if (!n) {
+			fprintf(stderr, "xfrag steer: no CPU of the list is "
+				"below %u\n", cmsize);
+			ret = XF_EXIT_USAGE;
+			goto out;
+		}
+		ncpus = n;
+		xf_cpus_str(cpus, ncpus, cpulist, sizeof(cpulist));
+		/* The object as built: xdp-loader's geometry and hand-off. */
+		if (steer_cpumap(dir, NULL, 0, 0, 0, cmfd, ofd, cpus, ncpus,
+				 &variant))
+			goto out;
+		cfg.steer = XFRAG_STEER_CPUMAP;
+		cfg.steer_ncpus = ncpus;
+		cfg.flags |= XFRAG_CFG_STEER;
+	}
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+		fprintf(stderr, "xfrag steer: cannot write config: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	printf("xfrag: steering on %s: each datagram's fragments go to its "
+	       "owner CPU among %s (%s)\n", ifname, cpulist, variant);
+	ret = XF_EXIT_OK;
+out:
+	if (mp)
+		xdp_multiprog__close(mp);
+	if (cmfd >= 0)
+		close(cmfd);
+	if (ofd >= 0)
+		close(ofd);
+	if (cfd >= 0)
+		close(cfd);
+	return ret;
 }

@@ -56,6 +56,15 @@ static struct xf_opt attach_opts[] = {
 
 static struct xf_opt none_opts[] = { END };
 
+static struct xf_opt steer_opts[] = {
+	STROPT("cpus", "LIST", "CPUs that own datagrams, e.g. 0-3,6",
+	       "all online CPUs"),
+	FLAG("off", "stop steering (and clear RPS that steer set)"),
+	FLAG("force", "steer although XDP programs run after xfrag in the "
+	     "dispatcher (they would not see steered fragments)"),
+	END
+};
+
 static struct xf_opt stats_opts[] = {
 	FLAG("json", "print one JSON object"),
 	FLAG("per-cpu", "show every CPU's values as well as the sum, and where fragments were received, steered and reassembled"),
@@ -84,6 +93,11 @@ const struct xf_cmd xf_cmds[] = {
 		     "at run time",
 	  .opts = none_opts, .run = xf_cmd_config, .min_args = 2,
 	  .max_args = 16, .more_help = xf_config_keys },
+	{ .name = "steer", .args = "IFACE",
+	  .summary = "steer each datagram's fragments to one CPU for xfrag "
+		     "loaded by xdp-loader (xfrag attach does it itself)",
+	  .opts = steer_opts, .run = xf_cmd_steer, .min_args = 1,
+	  .max_args = 1 },
 	{ .name = "stats", .args = "IFACE",
 	  .summary = "print xfrag's counters for IFACE (summed over CPUs)",
 	  .opts = stats_opts, .run = xf_cmd_stats, .min_args = 1,

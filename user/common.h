@@ -109,6 +109,7 @@ int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_config(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts);
 
 /* Counter metadata from the X-macro list. */
 struct xf_counter {

@@ -75,6 +75,18 @@ void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
 	fprintf(f, "}\n");
 }
 
+/* The per-CPU column heads: cpu0, cpu1, ... */
+static void cpu_heads(FILE *f, int ncpu)
+{
+	char h[16];
+
+	for (int c = 0; c < ncpu; c++) {
+		snprintf(h, sizeof(h), "cpu%d", c);
+		fprintf(f, " %12s", h);
+	}
+	fprintf(f, "\n");
+}
+
 void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 		    const struct xfrag_stats *pc, int ncpu,
 		    const struct xfrag_stats *prev, double secs)
@@ -96,9 +108,7 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 		};
 
 		fprintf(f, "  %-18s %14s", "spread", "all");
-		for (int c = 0; c < ncpu; c++)
-			fprintf(f, " %10s%-3d", "cpu", c);
-		fprintf(f, "\n");
+		cpu_heads(f, ncpu);
 		for (unsigned int r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 			__u64 v;
 
@@ -119,14 +129,12 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 					fprintf(f, "  %-18s %14llu", rows[r].name,
 						(unsigned long long)v);
 				else
-					fprintf(f, " %10llu   ", (unsigned long long)v);
+					fprintf(f, " %12llu", (unsigned long long)v);
 			}
 			fprintf(f, "  %s\n", rows[r].help);
 		}
 		fprintf(f, "  %-18s %14s", "counter", "sum");
-		for (int c = 0; c < ncpu; c++)
-			fprintf(f, " %10s%-3d", "cpu", c);
-		fprintf(f, "\n");
+		cpu_heads(f, ncpu);
 	}
 	for (int i = 0; i < xf_ncounters; i++) {
 		fprintf(f, "  %-18s %14llu", xf_counters[i].name,
@@ -138,7 +146,7 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 			fprintf(f, " %14s", "");
 		if (pc)
 			for (int c = 0; c < ncpu; c++)
-				fprintf(f, " %10llu   ",
+				fprintf(f, " %12llu",
 					(unsigned long long)field(&pc[c], i));
 		fprintf(f, "  %s\n", xf_counters[i].help);
 	}

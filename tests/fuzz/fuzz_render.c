@@ -197,14 +197,47 @@ static void check_table(const char *ifname, const struct xfrag_stats *sum,
 		nl += buf[i] == '\n';
 	for (const char *q = ifname; *q; q++)
 		nl -= *q == '\n';	/* the name is printed as it is */
-	/* One more line, steer_lost, once steering has moved anything. */
-	XF_CHECK(nl == NCOUNTERS + 1 + !!(sum->steer_out | sum->steer_in),
-		 "table: %zu lines", nl);
+	/* One more line, steer_lost, once steering has moved anything;
+	 * per CPU, the spread (a head, 5 rows) and the counters' head. */
+	XF_CHECK(nl == NCOUNTERS + 1 + !!(sum->steer_out | sum->steer_in) +
+		       (pc ? 7 : 0), "table: %zu lines", nl);
 	XF_CHECK(!strncmp(buf, "xfrag counters on ", 18) &&
 		 !strncmp(buf + 18, ifname, strlen(ifname)),
 		 "table: header does not name the interface");
 	line = buf + 18 + strlen(ifname);
 	line = strchr(line, '\n') + 1;
+	if (pc) {
+		static const char *const rows[] = { "received", "steered_out",
+			"steered_in", "processed", "reassembled" };
+
+		XF_CHECK(!strncmp(line, "  spread ", 9), "table: no spread head");
+		line = strchr(line, '\n') + 1;
+		for (int r = 0; r < 5; r++, line = next) {
+			next = strchr(line, '\n') + 1;
+			next[-1] = 0;
+			XF_CHECK(!strncmp(line, "  ", 2) &&
+				 !strncmp(line + 2, rows[r], strlen(rows[r])),
+				 "spread line %d: '%s'", r, line);
+			p = line + 2 + strlen(rows[r]);
+			for (int c = -1; c < ncpu; c++) {
+				const struct xfrag_stats *x = c < 0 ? sum : &pc[c];
+				__u64 want = r == 0 ? x->reasm_reqds - x->steer_in +
+						      x->steer_out :
+					     r == 1 ? x->steer_out :
+					     r == 2 ? x->steer_in :
+					     r == 3 ? x->reasm_reqds : x->reasm_oks;
+				unsigned long long v = strtoull(p, &end, 10);
+
+				XF_CHECK(end > p && v == want,
+					 "spread %s cpu %d: '%s'", rows[r], c, line);
+				p = end;
+			}
+			XF_CHECK(!strncmp(p, "  ", 2) && p[2] && p[2] != ' ',
+				 "spread %s: help column '%s'", rows[r], p);
+		}
+		XF_CHECK(!strncmp(line, "  counter ", 10), "table: no counter head");
+		line = strchr(line, '\n') + 1;
+	}
 	for (size_t i = 0; i < NCOUNTERS; i++, line = next) {
 		unsigned long long v;
 
