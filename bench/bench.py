@@ -17,10 +17,12 @@ Writes RESULTS/bench-<time>.json and .md, and prints the Markdown table.
 """
 import argparse
 import json
+import random
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -166,7 +168,49 @@ class Rig:
         # One CPU for the generator, as RSS gives one CPU to a flow: on
         # veth the receive path runs where the sender runs, and a sender
         # that migrates would split datagrams across xfrag's per-CPU tables.
-        g = json.loads(sh("taskset", "-c", "0", *self.snd, *gen))
+        # pin=False leaves it to the scheduler; spread=N runs N generators
+        # pinned to CPUs 0..N-1, each sending every N-th frame of each
+        # datagram (gen --part), as RSS that spreads fragments would.
+        if p.get("two_procs"):
+            # Honest datagrams and the flood from two generators, pinned
+            # to CPUs 0 and 1 or (pin False) left to the scheduler.
+            hon = [x for x in gen]
+            cut = hon.index("--attack-rate") if "--attack-rate" in hon \
+                else len(hon)
+            att = [a.gen, "-i", a.snd_if, "--smac", a.smac, "--dmac",
+                   a.dmac, "--src", src, "--dst", dst, "--size",
+                   str(p["size"]), "--duration", str(dur), "--json",
+                   "--attack-only"] + hon[cut:]
+            hon = hon[:cut]
+            pin = p.get("pin", True)
+            procs = [subprocess.Popen(
+                (["taskset", "-c", str(c)] if pin else []) + self.snd + cmd,
+                stdout=subprocess.PIPE, text=True)
+                for c, cmd in ((0, hon), (1 % os.cpu_count(), att))]
+            outs = [json.loads(pr.communicate(timeout=dur + 30)[0])
+                    for pr in procs]
+            g = dict(outs[0])
+            g["attack_frames"] = outs[1].get("attack_frames", 0)
+            g["elapsed_s"] = max(o["elapsed_s"] for o in outs)
+        elif p.get("spread"):
+            n = p["spread"]
+            if p.get("rate"):
+                gen += ["--rate", str(p["rate"])]
+            gen += ["--id-seed", str(random.randrange(1, 1 << 40)),
+                    "--start-at", f"{time.time() + 0.5:.6f}"]
+            procs = [subprocess.Popen(
+                ["taskset", "-c", str(c % os.cpu_count()), *self.snd, *gen,
+                 "--parts", str(n), "--part", str(c)],
+                stdout=subprocess.PIPE, text=True) for c in range(n)]
+            outs = [json.loads(pr.communicate(timeout=dur + 30)[0])
+                    for pr in procs]
+            g = dict(outs[0])
+            g["honest_frames"] = sum(o["honest_frames"] for o in outs)
+            g["elapsed_s"] = max(o["elapsed_s"] for o in outs)
+        elif p.get("pin", True):
+            g = json.loads(sh("taskset", "-c", "0", *self.snd, *gen))
+        else:
+            g = json.loads(sh(*self.snd, *gen))
         so, se = sink.communicate(timeout=dur + 10)
         c1, k1 = self.cpu_busy(), self.snmp()
         x1 = self.xstats() if xfrag else {}
@@ -341,6 +385,141 @@ def guard_cost(a, rig, dur):
     return res, out
 
 
+def steer_cost(a, rig, dur):
+    """Issue 36: what steering costs and what it saves.  IPv4 4416-byte
+    datagrams (3 fragments), 1 and 64 interleaved streams; the generator
+    pinned to one CPU (fragments already on one CPU, as RSS that hashes by
+    addresses gives them), left to the scheduler, or spread over both CPUs
+    (two generators, each sending every other frame of each datagram, at
+    a fixed rate); the kernel alone, xfrag with --steer off and with
+    --steer cpumap, runs alternating (kernel, off, on, on, off, kernel)."""
+    sides = (("kernel", ()), ("off", ("--steer", "off")),
+             ("on", ("--steer", "cpumap")))
+    spread_rate = a.spread_rate
+    out = ["", "Steering cost: IPv4 4416-byte datagrams; datagrams/s "
+           "delivered and receive CPU us per datagram, mean of "
+           f"{a.reps} runs of {dur:.0f} s; spread: two generators pinned "
+           f"to CPUs 0 and 1 at {spread_rate} frames/s together", "",
+           "| streams | sender | kernel | xfrag steer off | xfrag steer on "
+           "| on / off (dgrams/s) | on / kernel (dgrams/s) | delivered of "
+           "sent (kernel, off, on) |", "|---|---|---|---|---|---|---|---|"]
+    res = []
+    # The owner check alone: the micro-benchmark with steering off and on
+    # (CPU 0 owns everything, so nothing moves), runs alternating.
+    micro = os.path.join(os.path.dirname(a.gen), "micro")
+    mic = {"off": [], "on": []}
+    for side in ("off", "on", "on", "off"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            subprocess.run([micro, "--rounds", "300" if a.quick else "1000",
+                            "--json", f.name] +
+                           (["--steer"] if side == "on" else []),
+                           check=True, capture_output=True)
+            mic[side].append(json.load(open(f.name)))
+    mlines = ["", "XDP per consumed fragment (BPF_PROG_TEST_RUN, median "
+              "ns, mean of 2 micro-benchmark runs each): steering off, on "
+              "(the owner check; this CPU owns the datagram)", "",
+              "| family | frags | steer off | steer on | on - off |",
+              "|---|---|---|---|---|"]
+    mrows = []
+    for i, r in enumerate(mic["off"][0]["seq"]):
+        off = sum(m["seq"][i]["xdp_ns"] for m in mic["off"]) / 2
+        on = sum(m["seq"][i]["xdp_ns"] for m in mic["on"]) / 2
+        mrows.append(dict(family=r["family"], frags=r["frags"], off=off,
+                          on=on))
+        mlines.append(f"| IPv{r['family']} | {r['frags']} | {off:.0f} | "
+                      f"{on:.0f} | {on - off:+.0f} |")
+    print("\n".join(mlines), file=sys.stderr)
+    res.append(dict(micro=mrows))
+    out = mlines + out
+    for streams in (1, 64):
+        for sender in ("pinned", "unpinned", "spread"):
+            p = dict(size=4416, streams=streams)
+            if sender == "unpinned":
+                p["pin"] = False
+            elif sender == "spread":
+                p.update(spread=2, rate=spread_rate)
+            runs = {"kernel": [], "off": [], "on": []}
+            order = ["kernel", "off", "on", "on", "off", "kernel"]
+            for side in (order[:3] if a.reps < 2 else order):
+                extra = dict(sides)[side]
+                runs[side].append(rig.measure(
+                    "kernel" if side == "kernel" else "xfrag", p, dur, 0,
+                    extra=extra, fresh=sender == "spread"))
+            m = {k: merge(v) for k, v in runs.items()}
+            res.append(dict(streams=streams, sender=sender, **m))
+            cell = {k: f"{v['dgrams_s']:.0f} / {fmt(v['cpu_us'], 2)}"
+                    for k, v in m.items()}
+            frac = ", ".join(f"{v['ok'] / v['sent']:.1%}" if v["sent"]
+                             else "-" for v in (m["kernel"], m["off"],
+                                                m["on"]))
+            out.append(
+                f"| {streams} | {sender} | {cell['kernel']} | {cell['off']} "
+                f"| {cell['on']} | "
+                f"{fmt(ratio(m['on']['dgrams_s'], m['off']['dgrams_s']), 3)} "
+                f"| {fmt(ratio(m['on']['dgrams_s'], m['kernel']['dgrams_s']), 3)} "
+                f"| {frac} |")
+            print(out[-1], file=sys.stderr)
+    return res, out
+
+
+def overload_steer(a, rig, dur):
+    """Issue 36: the overload matrix with steering on.  Honest 4416-byte
+    datagrams at half the planned rate and a flood of incomplete first
+    fragments (random ids) at 1x and 2x of it, from one source or spoofed
+    sources; the honest sender and the flood pinned together on CPU 0 (one
+    generator), or as two generators left to the scheduler (unpinned).
+    The kernel alone; xfrag (progress policy) with steering over both
+    CPUs; and xfrag steering everything to CPU 0 (--cpus 0): every key,
+    the flood's and the honest ones, on one owner, the worst case an
+    attacker who knew the steering key could aim for.  Each as a fraction
+    of the same side's attack-free rate."""
+    rate = a.overload_rate // 3
+    size = a.overload_sizes[0]
+    sides = (("kernel", ()), ("steer", ("--steer", "cpumap")),
+             ("one-owner", ("--steer", "cpumap", "--cpus", "0")))
+    out = ["", f"Overload with steering: honest {size}-byte stream at "
+           f"{rate} frames/s, flood of first fragments at 1x/2x of it; "
+           "honest datagrams/s delivered, and the fraction of the same "
+           "side's attack-free rate", "",
+           "| senders | attack | kernel | xfrag steer | xfrag steer, one "
+           "owner CPU |", "|---|---|---|---|---|"]
+    res = []
+    for sender in ("pinned", "unpinned"):
+        base = {}
+        for side, extra in sides:
+            p = dict(size=size, half=1)
+            if sender == "unpinned":
+                p.update(two_procs=1, pin=False)
+            base[side] = rig.measure(
+                "kernel" if side == "kernel" else "xfrag", p, dur,
+                rate * 2, extra=extra, fresh=True)["dgrams_s"]
+        out.append(f"| {sender} | none | " +
+                   " | ".join(f"{base[s]:.0f}" for s, _ in sides) + " |")
+        print(out[-1], file=sys.stderr)
+        for mult in (1, 2):
+            for spoof in (0, 1):
+                cells, row = [], {}
+                for side, extra in sides:
+                    p = dict(size=size, half=1, attack=1,
+                             attack_rate=int(rate * mult), spoof=spoof)
+                    if sender == "unpinned":
+                        p.update(two_procs=1, pin=False)
+                    r = rig.measure(
+                        "kernel" if side == "kernel" else "xfrag", p, dur,
+                        rate * 2, extra=extra, fresh=True)
+                    row[side] = dict(dgrams_s=r["dgrams_s"],
+                                     drops=r["drops"])
+                    f = r["dgrams_s"] / base[side] if base[side] else 0
+                    cells.append(f"{r['dgrams_s']:.0f} ({f:.0%})")
+                res.append(dict(sender=sender, mult=mult, spoof=spoof,
+                                rate=row, base=base))
+                src = "spoofed" if spoof else "one source"
+                out.append(f"| {sender} | {mult}x, {src} | " +
+                           " | ".join(cells) + " |")
+                print(out[-1], file=sys.stderr)
+    return res, out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--overload", action="store_true",
@@ -356,6 +535,17 @@ def main():
                     "and drop) instead")
     ap.add_argument("--guard-cost", action="store_true",
                     help="run the id-wrap guard's end-to-end cost rows")
+    ap.add_argument("--spread-rate", type=int, default=60000,
+                    help="frames/s of the spread senders together (the "
+                    "kernel keeps up at 60000 on the 2-CPU test machine; "
+                    "at 150000 one sender falls behind the other and the "
+                    "kernel's fragment memory overflows)")
+    ap.add_argument("--overload-steer", action="store_true",
+                    help="run the overload rows with steering on (pinned "
+                    "and unpinned senders, one owner CPU)")
+    ap.add_argument("--steer-cost", action="store_true",
+                    help="run the steering cost rows (pinned, unpinned, "
+                    "spread senders; steering off and on; kernel)")
     ap.add_argument("--tiny-frags", type=int, default=100,
                     help="fragments of each tiny attack unit")
     ap.add_argument("--quick", action="store_true")
@@ -371,10 +561,13 @@ def main():
     dur = a.duration or (1.0 if a.quick else 5.0)
     a.reps = a.reps or (1 if a.quick else 2)
     rig = Rig(a)
-    if a.overload or a.tiny_flood or a.guard_cost:
+    if a.overload or a.tiny_flood or a.guard_cost or a.steer_cost or \
+            a.overload_steer:
         fn, kind = ((tiny_flood, "tiny") if a.tiny_flood else
                     (guard_cost, "guard") if a.guard_cost else
-                    (overload, "overload"))
+                    (steer_cost, "steer") if a.steer_cost else
+                    (overload_steer, "overload-steer")
+                    if a.overload_steer else (overload, "overload"))
         res, out = fn(a, rig, dur)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         os.makedirs(a.results, exist_ok=True)

@@ -71,11 +71,11 @@ static struct {
 	const char *iface;
 	uint8_t smac[6], dmac[6];
 	int v6, spoof, json, order, dport, sport, size, mtu, streams, flows;
-	int akind, afrags, aonly, csum0, rand_ids;
+	int akind, afrags, aonly, csum0, rand_ids, part, parts;
 	struct in_addr s4, d4;
 	struct in6_addr s6, d6;
-	double loss, duration, rate, arate;
-	uint64_t seed, count;
+	double loss, duration, rate, arate, start_at;
+	uint64_t seed, count, id_seed;
 	/* state */
 	int fd, ihl, fp, ntpl, nslots, active, rr;
 	size_t stride;
@@ -91,6 +91,7 @@ static struct {
 	uint64_t ur, ulo;	/* the open unit's random id/source bits */
 	/* results */
 	uint64_t honest, attack, dgrams, lossy, bytes, payload, retries, dropped;
+	uint64_t pskip;		/* frames of other parts, since the last batch */
 	double elapsed;
 } g;
 
@@ -412,6 +413,11 @@ static int get_honest(uint8_t **fp, uint16_t *len)
 		if (drop) {
 			s->lossy = 1;
 			g.dropped++;
+		} else if (g.parts > 1 && idx % g.parts != g.part) {
+			/* Another process sends this frame (--part): paced as
+			 * if sent, so that the parts stay in step. */
+			g.pskip++;
+			drop = 1;
 		} else {
 			tp->bgen = g.bgen;
 			*fp = tp->buf + g.stride * idx;
@@ -519,6 +525,10 @@ static void run(void)
 		target = target < 1 ? 1 : target > BATCH ? BATCH : target;
 	}
 	caph = caph < 2 ? 2 : caph;
+	/* --parts: a process that fell behind catches up (by up to a
+	 * second's worth), so that the parts of a datagram stay close. */
+	if (g.parts > 1 && R > 0)
+		caph = R;
 	capa = capa < 2 ? 2 : capa;
 	t0 = last = now_s();
 	while (!done && !stop) {
@@ -570,7 +580,8 @@ static void run(void)
 			send_batch(m, n);
 		g.honest += (uint64_t)ah;
 		g.attack += (uint64_t)aa;
-		th -= ah;
+		th -= ah + (double)g.pskip;
+		g.pskip = 0;
 		ta -= aa;
 	}
 	g.elapsed = now_s() - t0;
@@ -605,9 +616,18 @@ static const char usage_text[] =
 "      --attack-only     send attack frames only (needs --attack-rate)\n"
 "      --flows F         cycle over source ports sport..sport+F-1 (default 1)\n"
 "      --seed S          PRNG seed (default 1)\n"
+"      --id-seed S       first IP id from S (default: from the clock)\n"
+"      --start-at T      start sending at T (seconds since the epoch), so\n"
+"                        that the --part processes start together\n"
 "      --count N         stop after N honest datagrams (default: no limit)\n"
 "      --csum0           honest IPv4 datagrams carry UDP checksum 0\n"
 "      --random-ids      honest datagrams get random ids (default: sequential)\n"
+"      --parts N         with --part K: send only the frames of each datagram\n"
+"      --part K          whose index is K modulo N (0 <= K < N); N processes\n"
+"                        with the same options (--id-seed included) and\n"
+"                        K = 0..N-1 send every\n"
+"                        frame once, each datagram spread over them (and so,\n"
+"                        pinned apart on veth, over CPUs); give --rate\n"
 "      --json            print the summary as one JSON object\n";
 
 static const char *o_src, *o_dst, *o_order = "inorder", *o_akind = "first";
@@ -637,6 +657,8 @@ static const struct optdef {
 	{ "count", 'u', &g.count, 1, 1e18 },	{ "json", 'f', &g.json, 0, 0 },
 	{ "csum0", 'f', &g.csum0, 0, 0 },
 	{ "random-ids", 'f', &g.rand_ids, 0, 0 },
+	{ "start-at", 'd', &g.start_at, 0, 1e11 },
+	{ "part", 'i', &g.part, 0, 64 },	{ "id-seed", 'u', &g.id_seed, 1, 1e18 },	{ "parts", 'i', &g.parts, 1, 64 },
 };
 #define NDEFS	(int)(sizeof(defs) / sizeof(defs[0]))
 
@@ -717,6 +739,7 @@ static void parse(int argc, char **argv)
 	lo[NDEFS + 1] = (struct option){ 0, 0, 0, 0 };
 	g.dport = 9000, g.sport = 40000, g.size = 4416, g.mtu = 1500;
 	g.streams = 16, g.flows = 1, g.seed = 1, g.duration = 5, g.afrags = 8;
+	g.parts = 1;
 	while ((c = getopt_long(argc, argv, "i:h", lo, NULL)) != -1) {
 		c = c == 'i' ? 256 : c;
 		if (c < 256 || c >= 256 + NDEFS) {
@@ -754,6 +777,8 @@ static void parse(int argc, char **argv)
 		die("--mtu: at least 56 for IPv6");
 	if (g.sport + g.flows - 1 > 65535)
 		die("--sport + --flows - 1 must be <= 65535");
+	if (g.part >= g.parts)
+		die("--part must be below --parts");
 	g.ihl = g.v6 ? 48 : 20;
 	g.fp = (g.mtu - g.ihl) / 8 * 8;	/* fragment payload, Linux style */
 	if (!o_src)
@@ -813,10 +838,18 @@ int main(int argc, char **argv)
 		g.loss_thr = (uint64_t)(g.loss / 100.0 * 18446744073709551615.0);
 	/* Start identifications away from those of a previous run, whose
 	 * incomplete datagrams may still sit in the receiver. */
-	g.id = (uint32_t)mix(g.seed ^ (uint64_t)(now_s() * 1e9));
+	/* The parts of one spread stream must agree on the ids (--id-seed). */
+	g.id = (uint32_t)mix(g.seed ^ (g.id_seed ? g.id_seed :
+					(uint64_t)(now_s() * 1e9)));
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	if (g.start_at > 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sleep_s(g.start_at - (ts.tv_sec + ts.tv_nsec * 1e-9));
+	}
 	run();
 	uint64_t val[] = { g.honest + g.attack, g.honest, g.attack, g.dgrams,
 			   g.lossy, g.bytes, g.payload };

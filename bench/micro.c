@@ -13,6 +13,8 @@
  * and reported with the matching floor and the ratio.  All runs on CPU 0.
  *
  * usage: micro [--rounds R] [--json FILE] [--max-dist N (0: guard off)]
+ *              [--steer]   (steering on, CPU 0 the only owner: every
+ *                           fragment pays the owner check, none moves)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -150,6 +152,8 @@ static double avg(const struct acc *a)
 
 /* --max-dist: the id-wrap guard's limit (0 off; default: xfrag's). */
 static __u32 max_dist;
+/* --steer: the owner check on every fragment, this CPU (0) the owner. */
+static int steer;
 
 static struct xfrag_bpf *xf_load(void)
 {
@@ -165,7 +169,16 @@ static struct xfrag_bpf *xf_load(void)
 		bpf_map__set_pin_path(m, NULL);
 	s->rodata->xfrag_secret[0] = 0x0123456789abcdefULL;
 	s->rodata->xfrag_secret[1] = 0xfedcba9876543210ULL;
+	if (steer) {
+		cfg.flags |= XFRAG_CFG_STEER;
+		cfg.steer = XFRAG_STEER_CPUMAP;
+		cfg.steer_ncpus = 1;
+		cfg.steer_key[0] = 0x1122334455667788ULL;
+		cfg.steer_key[1] = 0x8877665544332211ULL;
+	}
 	if (xfrag_bpf__load(s) ||
+	    bpf_map_update_elem(bpf_map__fd(s->maps.xfrag_owners), &zero,
+				&zero, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(s->maps.xfrag_config), &zero, &cfg,
 				BPF_ANY)) {
 		xfrag_bpf__destroy(s);
@@ -320,15 +333,18 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	FILE *j;
 
-	while ((c = getopt_long(argc, argv, "r:j:d:", (const struct option[]){
+	while ((c = getopt_long(argc, argv, "r:j:d:s", (const struct option[]){
 			{ "rounds", required_argument, NULL, 'r' },
 			{ "json", required_argument, NULL, 'j' },
 			{ "max-dist", required_argument, NULL, 'd' },
+			{ "steer", no_argument, NULL, 's' },
 			{ 0 } }, NULL)) != -1) {
 		if (c == 'r')
 			rounds = atoi(optarg);
 		else if (c == 'j')
 			json = optarg;
+		else if (c == 's')
+			steer = 1;
 		else if (c == 'd')
 			max_dist = atoi(optarg) ? (__u32)atoi(optarg) :
 				   XFRAG_MAX_DIST_OFF;

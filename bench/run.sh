@@ -3,7 +3,9 @@
 # make bench: the micro-benchmark (BPF_PROG_TEST_RUN against floors), then
 # the end-to-end scenarios over a veth pair, kernel and xfrag side by side.
 #   bench/run.sh [--quick] [--duration S] [--only TEXT]
-#   bench/run.sh --overload | --tiny-flood | --guard-cost [--quick] [--duration S]
+#   bench/run.sh --overload | --overload-steer | --tiny-flood | --guard-cost |
+#                --steer-cost
+#                [--quick] [--duration S]
 #                           (the overload matrices only, no micro-benchmark)
 #   bench/run.sh setup      (re)create the namespaces only
 # Results: bench/results/bench-<time>.{json,md}.
@@ -37,7 +39,9 @@ quick=""
 matrix=""
 for a in "$@"; do
 	[ "$a" = --quick ] && quick=1
-	case $a in --overload|--tiny-flood|--guard-cost) matrix=1 ;; esac
+	case $a in --overload|--overload-steer|--tiny-flood|--guard-cost|--steer-cost)
+		matrix=1 ;;
+	esac
 done
 res=$BENCH_DIR/results
 mkdir -p "$res"

@@ -11,6 +11,7 @@ AF_PACKET socket.
 usage: corpus_replay.py PCAP --iface IF --smac MAC --dmac MAC [--map A->B,...]
 """
 import argparse
+import os
 import ipaddress
 import socket
 import struct
@@ -161,6 +162,11 @@ def main():
     ap.add_argument("--smac", required=True)
     ap.add_argument("--dmac", required=True)
     ap.add_argument("--map", default="")
+    ap.add_argument("--spread", type=int, default=0,
+                    help="send packet i from CPU i mod N, then pause "
+                    "--gap-us (every datagram's fragments arrive on "
+                    "several CPUs)")
+    ap.add_argument("--gap-us", type=int, default=0)
     a = ap.parse_args()
     amap = parse_map(a.map)
     mac = bytes.fromhex(a.dmac.replace(":", "")) + \
@@ -176,6 +182,8 @@ def main():
             skipped += 1
             continue
         frame = mac + struct.pack("!H", et) + pkt
+        if a.spread > 1:
+            os.sched_setaffinity(0, {sent % a.spread})
         for tries in range(1000):
             try:
                 s.send(frame)
@@ -185,6 +193,8 @@ def main():
                     raise
                 time.sleep(0.0001)
         sent += 1
+        if a.gap_us:
+            time.sleep(a.gap_us / 1e6)
     print(f"corpus_replay: sent={sent} skipped={skipped}")
     return 0
 

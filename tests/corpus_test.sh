@@ -54,4 +54,5 @@ $PY "$XF_DIR/corpus_test.py" --corpus "$corpus" \
 	--xfrag "$XF_BUILD/xfrag" --replay "$XF_DIR/corpus_replay.py" \
 	--iface "$XF_RIF" --snd-if "$XF_SIF" --smac "$XF_SMAC" \
 	--dmac "$XF_RMAC" --rcv-ns "$XF_RCV" --snd-ns "$XF_SND" \
-	--table "$XF_TOP/tests/out/corpus.md"
+	--table "$XF_TOP/tests/out/corpus${CORPUS_SPREAD:+-spread}.md" \
+	${CORPUS_SPREAD:+--spread "$CORPUS_SPREAD"}

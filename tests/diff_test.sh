@@ -6,13 +6,16 @@
 # named and counted).
 #
 #   tests/diff_test.sh [--seed S] [--batches N] [--from B] [--long]
-#                      [--cpu C] [--keep]
+#                      [--cpu C|spread] [--keep]
 #
 # --seed S     replay seed S exactly (default: one from the date, printed)
 # --batches N  batches to run (default 16; --long: 400)
 # --from B     first batch index (replay of one batch: --from B --batches 1)
 # --cpu C      the CPU the sender is pinned to (default 0): on veth the
-#              receivers run where the sender runs, and xfrag is per CPU
+#              receivers run where the sender runs, and xfrag is per CPU;
+#              spread: each frame from the next CPU (diffgen --spread), so
+#              every datagram's fragments arrive on several CPUs and
+#              xfrag's steering (the default) must bring them together
 # --keep       leave the namespaces up at the end (for a look)
 #
 # Topology: namespace xd-snd holds xds0 and xds1, veth peers of xdx0 in
@@ -49,7 +52,7 @@ while [ $# -gt 0 ]; do
 	--cpu) CPU=$2; shift 2 ;;
 	--long) LONG=1; shift ;;
 	--keep) KEEP=1; shift ;;
-	*) echo "usage: $0 [--seed S] [--batches N] [--from B] [--long] [--cpu C] [--keep]" >&2
+	*) echo "usage: $0 [--seed S] [--batches N] [--from B] [--long] [--cpu C|spread] [--keep]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -212,6 +215,16 @@ udp_errs() {
 }
 
 echo "diff: seed $SEED, batches $FROM..$((FROM + BATCHES - 1)), sender on CPU $CPU"
+CPUS=$CPU
+SPREAD=""
+NAME=""
+if [ "$CPU" = spread ]; then
+	# Each frame from the next CPU: every datagram's fragments arrive on
+	# several CPUs, which xfrag's steering must bring together.
+	CPUS=0-$(($(nproc) - 1))
+	SPREAD="--spread $(nproc)"
+	NAME="spread-"
+fi
 t0=$(date +%s)
 if ! setup; then
 	fail diff-setup "namespaces or xfrag attach failed"
@@ -237,8 +250,8 @@ for ((b = FROM; b < FROM + BATCHES; b++)); do
 	tmark start
 	ex0=$(udp_inerr $XNS)
 	ek0=$(udp_inerr $KNS)
-	if ! out=$(taskset -c "$CPU" nsenter --net=/run/netns/$SND \
-			"$TMP/diffgen" --seed "$SEED" --batch $b --send \
+	if ! out=$(taskset -c "$CPUS" nsenter --net=/run/netns/$SND \
+			"$TMP/diffgen" --seed "$SEED" --batch $b --send $SPREAD \
 			--ifx xds0 --dmac-x $RMAC_X --ifk xds1 \
 			--dmac-k $RMAC_K --manifest "$TMP/manifest" 2>&1); then
 		fail "diff-seed-$SEED-batch-$b" "sender: $out"
@@ -331,6 +344,12 @@ for g in frags_in_flight dgrams_in_flight bytes_in_flight mem_in_flight \
 	[ "$v" = 0 ] || fail diff-gauges "$g is ${v:-missing} after the time-out"
 done
 msg=$(xf_invariants "$TMP/end") || fail diff-gauges "invariants: $msg"
+if [ -n "$SPREAD" ]; then
+	# Spread over CPUs, datagrams met on their owner: steering moved some.
+	so=$(xf_stat "$TMP/end" steer_out)
+	echo "diff: spread: steer_out $so, steer_in $(xf_stat "$TMP/end" steer_in)"
+	[ "${so:-0}" -gt 0 ] || fail diff-spread-steered "no fragment was steered (steer_out ${so:-missing})"
+fi
 d=$(( $(drops) - drops0 ))
 [ "$d" = 0 ] || fail diff-drops "$d frames dropped on the veths: the comparison is void"
 
@@ -346,8 +365,8 @@ if [ -n "${XD_SAVE:-}" ]; then
 	cp "$TMP/k.log" "$XD_SAVE.k.log"
 fi
 if [ $NFAIL -eq 0 ]; then
-	echo "PASS diff-kernel-vs-xfrag (seed $SEED, $BATCHES batches, $DG datagrams)"
+	echo "PASS diff-${NAME}kernel-vs-xfrag (seed $SEED, $BATCHES batches, $DG datagrams)"
 else
-	echo "FAIL diff-kernel-vs-xfrag: $NFAIL failures (seed $SEED; replay: $0 --seed $SEED --from B --batches 1)"
+	echo "FAIL diff-${NAME}kernel-vs-xfrag: $NFAIL failures (seed $SEED; replay: $0 --seed $SEED --from B --batches 1${SPREAD:+ --cpu spread})"
 	exit 1
 fi

@@ -9,6 +9,8 @@
  *       the manifest of batch B (what --send sends), nothing sent
  *   diffgen --seed S --batch B --send --ifx IF --dmac-x MAC
  *           --ifk IF --dmac-k MAC [--manifest FILE] [--gap-us U]
+ *           [--spread N]   (frame s of the batch from CPU s mod N: every
+ *                           datagram's fragments arrive on several CPUs)
  *       send batch B to both receivers: every frame on IF x, then the same
  *       frame on IF k (only the MAC addresses differ), in the same order,
  *       between a begin and an end marker
@@ -49,6 +51,7 @@
 #include <linux/if_packet.h>
 #include <linux/types.h>
 #include <net/if.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -992,6 +995,25 @@ static void xmit(struct port *pt, const uint8_t *buf, size_t len)
 	}
 }
 
+/* --spread N: each frame from the next of CPUs 0..N-1, as a sender the
+ * scheduler moves, or RSS that spreads fragments, would deliver them. */
+static int spread;
+
+static void on_cpu(uint32_t s)
+{
+	cpu_set_t set;
+
+	if (spread < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(s % (uint32_t)spread, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		fprintf(stderr, "diffgen: sched_setaffinity: %s\n",
+			strerror(errno));
+		exit(1);
+	}
+}
+
 static void send_batch(const struct batch *bt, struct port *px,
 		       struct port *pk, unsigned long gap_us)
 {
@@ -1004,6 +1026,7 @@ static void send_batch(const struct batch *bt, struct port *px,
 		const struct dg *d = &bt->d[bt->seq[s].d];
 		const struct fr *r = &d->fr[bt->seq[s].f];
 
+		on_cpu(s);
 		for (int k = 0; k < 2; k++)
 			xmit(ports[k], buf, build_frame(buf, ports[k], d, r));
 		if (gap_us)
@@ -1525,7 +1548,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: diffgen --seed S --batch B --print\n"
 		"       diffgen --seed S --batch B --send --ifx IF --dmac-x MAC --ifk IF --dmac-k MAC\n"
-		"               [--manifest FILE] [--gap-us U]\n"
+		"               [--manifest FILE] [--gap-us U] [--spread N]\n"
 		"       diffgen --seed S --batch B --check --xrecv F --krecv F --xstats0 F --xstats1 F\n");
 	exit(2);
 }
@@ -1544,6 +1567,7 @@ int main(int argc, char **argv)
 		{ "dmac-k", required_argument, NULL, 4 },
 		{ "manifest", required_argument, NULL, 'm' },
 		{ "gap-us", required_argument, NULL, 'g' },
+		{ "spread", required_argument, NULL, 9 },
 		{ "xrecv", required_argument, NULL, 5 },
 		{ "krecv", required_argument, NULL, 6 },
 		{ "xstats0", required_argument, NULL, 7 },
@@ -1582,6 +1606,7 @@ int main(int argc, char **argv)
 		case 6: kr = optarg; break;
 		case 7: s0 = optarg; break;
 		case 8: s1 = optarg; break;
+		case 9: spread = atoi(optarg); break;
 		default:
 			usage();
 		}

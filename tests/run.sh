@@ -43,7 +43,11 @@ run_suite fuzz-user tests/fuzz_test.sh
 run_suite ns ./tests/ns_test.sh
 run_suite vnet ./tests/vnet_test.sh
 run_suite corpus ./tests/corpus_test.sh
+# The captures again, packet i from CPU i mod N (steering brings them together).
+[ "$(nproc)" -ge 2 ] && run_suite corpus-spread env CORPUS_SPREAD="$(nproc)" ./tests/corpus_test.sh
 run_suite diff ./tests/diff_test.sh
+# The same, each frame from the next CPU: steering brings them together.
+[ "$(nproc)" -ge 2 ] && run_suite diff-spread ./tests/diff_test.sh --cpu spread --batches 8
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -234,27 +234,59 @@ class Soak:
         with self.lock:
             ph["ok0"] = {f: self.sink_now[f]["ok"] for f in (4, 6)}
         hon, att = {}, {}
+        spread = {}
         for fam in (4, 6):
             src = a.src4 if fam == 4 else a.src6
-            hon[fam] = self.gen(fam, cpus[fam], 1000 + i * 2 + fam, dur, [
-                "--src", src, "--dport", str(a.port4 if fam == 4 else
-                                             a.port6),
-                "--size", str(size), "--order", order, "--loss",
-                str(a.loss), "--rate", str(a.rate)])
+            hargs = ["--src", src, "--dport", str(a.port4 if fam == 4 else
+                                                  a.port6),
+                     "--size", str(size), "--order", order, "--loss",
+                     str(a.loss), "--rate", str(a.rate)]
+            if a.spread:
+                # Two generators, pinned to CPUs 0 and 1, each sending
+                # every other frame of each datagram (gen --part): every
+                # datagram arrives on two CPUs, which steering must bring
+                # together; the attack is left to the scheduler.
+                at = f"{time.time() + 0.3:.6f}"
+                ids = str(7 + i * 2 + fam)
+                spread[fam] = [self.gen(fam, c % self.ncpu,
+                                        1000 + i * 2 + fam, dur, hargs + [
+                                            "--parts", "2", "--part", str(c),
+                                            "--id-seed", ids,
+                                            "--start-at", at])
+                               for c in (1, 0)]
+                hon[fam] = spread[fam][1]
+            else:
+                hon[fam] = self.gen(fam, cpus[fam], 1000 + i * 2 + fam, dur,
+                                    hargs)
             if kargs:
                 asrc = (a.asrc4 if fam == 4 else a.asrc6) if onesrc else src
-                att[fam] = self.gen(fam, cpus[fam], 5000 + i * 2 + fam, dur,
+                att[fam] = self.gen(fam,
+                                    None if a.spread else cpus[fam],
+                                    5000 + i * 2 + fam, dur,
                                     kargs + ["--src", asrc, "--dport",
                                              str(a.port_attack), "--size",
                                              str(asize), "--attack-only",
                                              "--attack-rate",
                                              str(a.attack_rate)])
         with self.lock:
-            self.honest = list(hon.values())
+            self.honest = list(hon.values()) + [
+                x for v in spread.values() for x in v]
             self.phase = i
             self.phase_since = self.now()
         print(f"soak: {self.now():7.1f}s phase {i + 1}: {kind}, honest "
               f"{size} B {order}", flush=True)
+        # The other part of each spread honest stream: waited for, its
+        # failure reported; the counts are part 0's (the same datagrams).
+        for fam, pair in spread.items():
+            p = pair[0]
+            try:
+                _, err = p.communicate(timeout=dur + 30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            if p.returncode:
+                self.fail("process", f"phase {i + 1} honest gen IPv{fam} "
+                          f"part 1 exit {p.returncode}: {err.strip()}")
         for group, procs in (("honest", hon), ("attack", att)):
             for fam, p in procs.items():
                 try:
@@ -668,6 +700,11 @@ def main():
                     help="honest frames/s per family (default 2000)")
     ap.add_argument("--attack-rate", type=int, default=4000,
                     help="attack frames/s per family (default 4000)")
+    ap.add_argument("--spread", action="store_true",
+                    help="each honest stream from two generators pinned to "
+                    "CPUs 0 and 1, each sending every other frame of each "
+                    "datagram (steering must bring them together); the "
+                    "attack streams unpinned")
     ap.add_argument("--loss", type=float, default=0.2,
                     help="honest fragment loss in %% (default 0.2)")
     ap.add_argument("--interval", type=float, default=1.0,
