@@ -171,7 +171,10 @@ class Rig:
         # pin=False leaves it to the scheduler; spread=N runs N generators
         # pinned to CPUs 0..N-1, each sending every N-th frame of each
         # datagram (gen --part), as RSS that spreads fragments would.
-        if p.get("two_procs"):
+        if p.get("two_procs") and "--attack-rate" not in gen:
+            g = json.loads(sh(*(["taskset", "-c", "0"] if p.get("pin", True)
+                                else []), *self.snd, *gen))
+        elif p.get("two_procs"):
             # Honest datagrams and the flood from two generators, pinned
             # to CPUs 0 and 1 or (pin False) left to the scheduler.
             hon = [x for x in gen]
