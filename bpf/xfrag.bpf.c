@@ -1095,18 +1095,81 @@ struct xfrag_replay_ctx {
 	struct __sk_buff *skb;
 	struct xfrag_way *w;
 	__u32 cpu, l3off, hl, n;
+	__u32 gs, ge, max, fl;	/* coalesced: the fragment [gs, ge), its
+				 * longest payload, its L3 header length */
+	__u32 sent;		/* fragments sent to the kernel */
 	int err;
 };
 
+/*
+ * Turn the skb into one fragment of w's datagram: L3 header at l3off (with
+ * the IPv6 Fragment header), payload [off, off + len) left to the caller.
+ * 0, or -1 on a helper failure.
+ */
+static __always_inline int xfrag_replay_hdr(struct __sk_buff *skb,
+					    struct xfrag_way *w, __u32 l3off,
+					    __u32 hl, __u32 off, __u32 len,
+					    int more)
+{
+	__u32 fl, fo = (off >> 3) & 0x1fff;
+	__be16 v16, old16;
+
+	/* w->hdr is the unfragmented datagram's header (xfrag_fix_hdr()):
+	 * written as it is, then turned back into a fragment's. */
+	fl = w->key.family == XFRAG_AF_INET6 ? hl + 8 : hl;
+	if (bpf_skb_change_tail(skb, l3off + fl + len, 0) ||
+	    bpf_skb_store_bytes(skb, l3off, w->hdr, hl, 0))
+		return -1;
+	if (w->key.family == XFRAG_AF_INET6) {
+		struct frag_hdr fh = {};
+		__u8 nh = NEXTHDR_FRAGMENT;
+		__u32 at = w->nh_pos;
+
+		if (at < 6 || at >= hl)
+			return -1;
+		fh.nexthdr = w->hdr[at & (XFRAG_HDR_MAX - 1)];
+		fh.frag_off = bpf_htons((fo << 3) | (more ? 1 : 0));
+		fh.identification = w->key.id;
+		v16 = bpf_htons(hl - 40 + 8 + len);
+		if (bpf_skb_store_bytes(skb, l3off + at, &nh, 1, 0) ||
+		    bpf_skb_store_bytes(skb, l3off + 4, &v16, 2, 0) ||
+		    bpf_skb_store_bytes(skb, l3off + hl, &fh, sizeof(fh), 0))
+			return -1;
+	} else {
+		struct iphdr *iph = (struct iphdr *)w->hdr;
+
+		old16 = iph->tot_len;
+		v16 = bpf_htons(hl + len);
+		if (bpf_skb_store_bytes(skb, l3off + 2, &v16, 2, 0) ||
+		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
+			return -1;
+		old16 = iph->frag_off;
+		v16 = bpf_htons(fo | (more ? IP4_MF : 0) |
+				((w->flags & XFRAG_F_DF) ? IP4_DF : 0));
+		if (bpf_skb_store_bytes(skb, l3off + 6, &v16, 2, 0) ||
+		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
+			return -1;
+	}
+	return 0;
+}
+
+/* The fragment in the skb goes to the kernel: a clone, sent to ingress. */
+static __always_inline int xfrag_replay_send(struct __sk_buff *skb)
+{
+	bpf_csum_level(skb, BPF_CSUM_LEVEL_RESET);
+	return bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS) ? -1 : 0;
+}
+
+/* One stored piece as one fragment (a flushed datagram, which may have
+ * gaps). */
 static long xfrag_replay_one(__u32 i, void *data)
 {
 	struct xfrag_replay_ctx *rc = data;
 	struct __sk_buff *skb = rc->skb;
 	struct xfrag_way *w = rc->w;
-	__u32 hl = rc->hl, l3off = rc->l3off, len, off, fl, fo;
+	__u32 hl = rc->hl, l3off = rc->l3off, len, off, fl;
 	struct xfrag_chunk *c;
 	struct xfrag_desc d;
-	__be16 v16, old16;
 	int more;
 
 	if (i >= XFRAG_MAX_DESC || i >= rc->n)
@@ -1121,48 +1184,93 @@ static long xfrag_replay_one(__u32 i, void *data)
 	/* MF on all but the piece that ends the datagram (a flushed one
 	 * may not have its end yet). */
 	more = !(w->flags & XFRAG_F_LAST_SEEN) || off + len < w->end;
-	fo = (off >> 3) & 0x1fff;
-	/* w->hdr is the unfragmented datagram's header (xfrag_fix_hdr()):
-	 * written as it is, then turned back into a fragment's. */
 	fl = w->key.family == XFRAG_AF_INET6 ? hl + 8 : hl;
-	if (bpf_skb_change_tail(skb, l3off + fl + len, 0) ||
-	    bpf_skb_store_bytes(skb, l3off, w->hdr, hl, 0))
+	if (xfrag_replay_hdr(skb, w, l3off, hl, off, len, more) ||
+	    bpf_skb_store_bytes(skb, l3off + fl, c->data, len, 0) ||
+	    xfrag_replay_send(skb))
 		goto fail;
-	if (w->key.family == XFRAG_AF_INET6) {
-		struct frag_hdr fh = {};
-		__u8 nh = NEXTHDR_FRAGMENT;
-		__u32 at = w->nh_pos;
+	rc->sent++;
+	return 0;
+fail:
+	rc->err = 1;
+	return 1;
+}
 
-		if (at < 6 || at >= hl)
-			goto fail;
-		fh.nexthdr = w->hdr[at & (XFRAG_HDR_MAX - 1)];
-		fh.frag_off = bpf_htons((fo << 3) | (more ? 1 : 0));
-		fh.identification = w->key.id;
-		v16 = bpf_htons(hl - 40 + 8 + len);
-		if (bpf_skb_store_bytes(skb, l3off + at, &nh, 1, 0) ||
-		    bpf_skb_store_bytes(skb, l3off + 4, &v16, 2, 0) ||
-		    bpf_skb_store_bytes(skb, l3off + hl, &fh, sizeof(fh), 0))
-			goto fail;
-	} else {
-		struct iphdr *iph = (struct iphdr *)w->hdr;
+/*
+ * Coalesced replay of a complete datagram: fragment g covers [rc->gs, ge),
+ * ge the furthest end of a stored piece within rc->max bytes of rc->gs.
+ * The pieces of a complete datagram tile [0, end) (overlaps discard it,
+ * exact duplicates are not stored), so each piece lies within one
+ * fragment, every fragment but the last is a multiple of 8 long (pieces
+ * start 8-aligned; rc->max is a multiple of 8), and the kernel queues
+ * about end / rc->max fragments instead of one per piece.  The scans over
+ * the pieces are loops of their own (bpf_loop), their results kept in rc:
+ * a maximum carried in a register through an unrolled scan would fork
+ * the verifier's states at every piece.
+ */
+static long xfrag_replay_find(__u32 i, void *data)
+{
+	struct xfrag_replay_ctx *rc = data;
+	struct xfrag_desc d;
+	__u32 off, e;
 
-		old16 = iph->tot_len;
-		v16 = bpf_htons(hl + len);
-		if (bpf_skb_store_bytes(skb, l3off + 2, &v16, 2, 0) ||
-		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
-			goto fail;
-		old16 = iph->frag_off;
-		v16 = bpf_htons(fo | (more ? IP4_MF : 0) |
-				((w->flags & XFRAG_F_DF) ? IP4_DF : 0));
-		if (bpf_skb_store_bytes(skb, l3off + 6, &v16, 2, 0) ||
-		    bpf_l3_csum_replace(skb, l3off + 10, old16, v16, 2))
-			goto fail;
+	if (i >= XFRAG_MAX_DESC || i >= rc->n)
+		return 1;
+	d = rc->w->desc[i];
+	off = (__u32)d.off8 * 8;
+	e = off + xfrag_desc_len(&d);
+	if (off >= rc->gs && e <= rc->gs + rc->max && e > rc->ge)
+		rc->ge = e;
+	return 0;
+}
+
+static long xfrag_replay_copy(__u32 i, void *data)
+{
+	struct xfrag_replay_ctx *rc = data;
+	struct xfrag_chunk *c;
+	struct xfrag_desc d;
+	__u32 off, len;
+
+	if (i >= XFRAG_MAX_DESC || i >= rc->n)
+		return 1;
+	d = rc->w->desc[i];
+	off = (__u32)d.off8 * 8;
+	if (off < rc->gs || off >= rc->ge)
+		return 0;
+	c = bpf_map_lookup_percpu_elem(&xfrag_chunks, &d.chunk, rc->cpu);
+	len = xfrag_desc_len(&d);
+	if (!c || len > XFRAG_CHUNK ||
+	    bpf_skb_store_bytes(rc->skb, rc->l3off + rc->fl + (off - rc->gs),
+				c->data, len, 0)) {
+		rc->err = 1;
+		return 1;
 	}
-	if (bpf_skb_store_bytes(skb, l3off + fl, c->data, len, 0))
+	return 0;
+}
+
+static long xfrag_replay_group(__u32 g, void *data)
+{
+	struct xfrag_replay_ctx *rc = data;
+	struct xfrag_way *w = rc->w;
+	__u32 hl = rc->hl, gs = rc->gs, end = w->end;
+
+	if (gs >= end)
+		return 1;
+	if (hl < 20 || hl > XFRAG_HDR_MAX || rc->l3off > 64)
 		goto fail;
-	bpf_csum_level(skb, BPF_CSUM_LEVEL_RESET);
-	if (bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS))
+	rc->ge = gs;
+	bpf_loop(XFRAG_MAX_DESC, xfrag_replay_find, rc, 0);
+	if (rc->ge <= gs || rc->ge > end)
 		goto fail;
+	rc->fl = w->key.family == XFRAG_AF_INET6 ? hl + 8 : hl;
+	if (xfrag_replay_hdr(rc->skb, w, rc->l3off, hl, gs, rc->ge - gs,
+			     rc->ge < end))
+		goto fail;
+	bpf_loop(XFRAG_MAX_DESC, xfrag_replay_copy, rc, 0);
+	if (rc->err || xfrag_replay_send(rc->skb))
+		goto fail;
+	rc->sent++;
+	rc->gs = rc->ge;
 	return 0;
 fail:
 	rc->err = 1;
@@ -1216,6 +1324,7 @@ static __noinline int xfrag_tc_flush(struct __sk_buff *skb,
 		return TC_ACT_OK;
 	}
 	bpf_loop(XFRAG_MAX_DESC, xfrag_replay_one, &rc, 0);
+	st->replay_frags += rc.sent;
 	if (rc.err)
 		st->flush_lost++;
 	xfrag_tc_flushed(w, cpu, st);
@@ -1273,13 +1382,16 @@ static __always_inline int xfrag_tc_run(struct __sk_buff *skb)
 	if (hl < 20 || hl > XFRAG_HDR_MAX)
 		goto fail;
 	if (newlen > XFRAG_TC_MAX_LEN) {
+		__u32 fl = w->key.family == XFRAG_AF_INET6 ? hl + 8 : hl;
 		struct xfrag_replay_ctx rc = {
 			.skb = skb, .w = w, .cpu = m.cpu, .l3off = l3off,
 			.hl = hl, .n = n,
+			.max = (XFRAG_TC_MAX_LEN - l3off - fl) & ~7U,
 		};
 
-		bpf_loop(XFRAG_MAX_DESC, xfrag_replay_one, &rc, 0);
-		if (rc.err)
+		bpf_loop(XFRAG_MAX_DESC, xfrag_replay_group, &rc, 0);
+		st->replay_frags += rc.sent;
+		if (rc.err || rc.gs != w->end)
 			goto fail;
 		st->deliver_replay++;
 		xfrag_tc_done(w, m.cpu, st);

@@ -394,6 +394,7 @@ struct xfrag_pcpu {
 	X(pass_evicted, C, "pass-through records evicted to make room") \
 	X(pass_too_many, C, "datagrams beyond max-frags handed to the kernel: held fragments replayed, later ones passed") \
 	X(flush_lost, C, "of which: held fragments not replayed (TC never came, or failed)") \
+	X(replay_frags, C, "fragments TC sent to the kernel in replays (a complete datagram's coalesced, up to 16064 bytes each)") \
 	X(bytes_reasm, C, "payload bytes in reassembled datagrams")	\
 	X(frag_reasm, C, "fragments: part of a reassembled datagram")	\
 	X(frag_passed, C, "fragments: passed to the kernel untouched")	\

@@ -135,6 +135,13 @@ udp_kernel() {
 			# to the kernel as a complete set of fragments.
 			expect "deliver_replay delta" -eq "$count" \
 				"$(sd deliver_replay)"
+			# Coalesced (issue 26): up to 16064 bytes a fragment,
+			# 5 for 64 KiB (one per 1480-byte piece: 45), and the
+			# kernel queued just those.
+			expect "replay_frags delta" -le $((count * 5)) \
+				"$(sd replay_frags)"
+			expect "kernel ${k}ReasmReqds delta" -eq \
+				"$(sd replay_frags)" "$(kd ${k}ReasmReqds)"
 			expect "reasm_oks delta" -eq "$count" "$(sd reasm_oks)"
 			expect "pass_dgrams delta" -eq 0 "$(sd pass_dgrams)"
 		else
@@ -291,6 +298,11 @@ t_interleave() {
 t_replay_random() {
 	crafted4 3 3 --size=30000 --mtu 1500 --order random --seed 9 || return
 	expect "deliver_replay delta" -eq 3 "$(sd deliver_replay)"
+	# Coalesced: 30000 bytes in 2 or 3 fragments (pieces of up to 1536
+	# bytes within 16064-byte skbs), not 21; the kernel queued just those.
+	expect "replay_frags delta" -le 9 "$(sd replay_frags)"
+	expect "kernel IpReasmReqds delta" -eq "$(sd replay_frags)" \
+		"$(kd IpReasmReqds)"
 	expect "frag_oversize delta" -eq 0 "$(sd frag_oversize)"
 	expect "kernel IpReasmOKs delta" -eq 3 "$(kd IpReasmOKs)"
 }
@@ -299,6 +311,9 @@ t_replay6_exthdr() {
 	crafted 2 2 --size=20000 --mtu 1500 --order random --seed 4 \
 		--exthdr hbh,dst,rt --src "$XF_S6" --dst "$XF_R6" || return
 	expect "deliver_replay delta" -eq 2 "$(sd deliver_replay)"
+	expect "replay_frags delta" -le 4 "$(sd replay_frags)"
+	expect "kernel Ip6ReasmReqds delta" -eq "$(sd replay_frags)" \
+		"$(kd Ip6ReasmReqds)"
 	expect "kernel Ip6ReasmOKs delta" -eq 2 "$(kd Ip6ReasmOKs)"
 }
 
