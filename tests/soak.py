@@ -572,7 +572,10 @@ class Soak:
         L.append(f"- traffic {t_traffic:.0f} s in {len(phases)} phases of "
                  f"{plen:.1f} s; honest {a.rate} frames/s per family "
                  f"(loss {a.loss} %), attack {a.attack_rate} frames/s per "
-                 f"family; IPv4 on CPU 0, IPv6 on CPU {1 % self.ncpu}")
+                 + ("family; --spread: each honest datagram's frames "
+                    "from CPUs 0 and 1 in turn (two generators), attacks "
+                    "unpinned" if a.spread else
+                    f"family; IPv4 on CPU 0, IPv6 on CPU {1 % self.ncpu}"))
         st = [ln.strip() for ln in status.splitlines() if a.iface in ln]
         if st:
             L.append(f"- `xfrag status`: `{' '.join(st[0].split())}`")
