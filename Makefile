@@ -32,7 +32,7 @@ TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz \
 	fuzz-bin fuzz-diff test-vm
 
-all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(TEST_BINS)
+all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(OUT)/xfrag.8 $(TEST_BINS)
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -56,6 +56,11 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 $(OUT)/test_prog: tests/test_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+# xfrag(8), written by the program from its own tables (user/man.c).
+$(OUT)/xfrag.8: $(OUT)/xfrag
+	@echo "  MAN     $@"
+	$(Q)$< --man > $@
 
 $(OUT)/fuzz_prog: tests/fuzz_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
@@ -175,8 +180,9 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh
 
-install: $(OUT)/xfrag $(OUT)/xfrag.bpf.o
+install: $(OUT)/xfrag $(OUT)/xfrag.bpf.o $(OUT)/xfrag.8
 	install -D -m 0755 $(OUT)/xfrag $(DESTDIR)$(PREFIX)/sbin/xfrag
+	install -D -m 0644 $(OUT)/xfrag.8 $(DESTDIR)$(PREFIX)/share/man/man8/xfrag.8
 	install -D -m 0644 $(OUT)/xfrag.bpf.o $(DESTDIR)$(PREFIX)/lib/bpf/xfrag.bpf.o
 
 clean:

@@ -119,5 +119,35 @@ in_ns ip link show xfc0 | grep -q xdp && ko detach-xdp "XDP still attached" ||
 	ok detach-xdp
 [ "$(rps | tr -d '0,\n')" = "" ] && ok detach-clears-rps ||
 	ko detach-clears-rps "rps_cpus $(rps) after detach"
+# xfrag(8) is written from the CLI's tables: every command, option, config
+# key, counter and exit code is in it, and groff renders it without a
+# warning.
+man_check() {
+	local page=/tmp/xf-cli.8 miss="" c o k
+	$X --man >"$page" || { ko man-page "xfrag --man failed"; return; }
+	for c in attach detach status config steer stats; do
+		grep -qF "\fBxfrag $c\fR" "$page" || miss="$miss cmd:$c"
+		for o in $($X "$c" --help | sed -n 's/^  \(-., \)\{0,1\}--\([a-z0-9-]*\).*/\2/p'); do
+			[ "$o" = help ] || [ "$o" = verbose ] && continue
+			grep -qF "\fB\-\-${o//-/\\-}\fR" "$page" || miss="$miss $c:--$o"
+		done
+	done
+	for k in $($X config --help | sed -n '/^Settings/,$ s/^  \([a-z-]*\) .*/\1/p'); do
+		grep -qF "${k//-/\\-}" "$page" || miss="$miss key:$k"
+	done
+	for k in $(sed -n 's/^\tX(\([a-z0-9_]*\), [CG],.*/\1/p' "$PWD/include/xfrag.h"); do
+		grep -qF "\fB$k\fR" "$page" || miss="$miss counter:$k"
+	done
+	for k in 0 1 2 3 4 5; do
+		grep -qx "$k" "$page" || miss="$miss exit:$k"
+	done
+	[ -z "$miss" ] && ok man-page-complete || ko man-page-complete "missing:$miss"
+	if command -v groff >/dev/null; then
+		out=$(groff -man -ww -z "$page" 2>&1)
+		[ -z "$out" ] && ok man-page-renders || ko man-page-renders "$out"
+	fi
+}
+man_check
+
 echo "cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -21,6 +21,16 @@ const struct xf_counter xf_counters[] = { XFRAG_COUNTERS(XF_COUNTER_ROW) };
 #undef XF_COUNTER_ROW
 const int xf_ncounters = sizeof(xf_counters) / sizeof(xf_counters[0]);
 
+const struct xf_exit xf_exits[] = {
+	{ XF_EXIT_OK, "success" },
+	{ XF_EXIT_FAIL, "failure" },
+	{ XF_EXIT_USAGE, "bad usage or value" },
+	{ XF_EXIT_IFACE, "interface: unknown, already attached, not attached" },
+	{ XF_EXIT_BPF, "BPF load or attach failed, or a kernel feature is missing" },
+	{ XF_EXIT_PERM, "missing privileges" },
+};
+const int xf_nexits = sizeof(xf_exits) / sizeof(xf_exits[0]);
+
 struct xf_opt *xf_opt(struct xf_opt *opts, const char *name)
 {
 	for (; opts->name; opts++)

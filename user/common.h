@@ -121,4 +121,15 @@ struct xf_counter {
 extern const struct xf_counter xf_counters[];
 extern const int xf_ncounters;
 
+/* The exit codes with their meaning (usage, man page). */
+struct xf_exit {
+	int code;
+	const char *meaning;
+};
+extern const struct xf_exit xf_exits[];
+extern const int xf_nexits;
+
+/* xfrag(8) in roff, from the tables above (user/man.c). */
+void xf_man(FILE *f);
+
 #endif

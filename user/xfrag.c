@@ -9,11 +9,10 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: xfrag COMMAND [options]\n\nCommands:\n");
 	for (size_t i = 0; i < xf_ncmds; i++)
 		fprintf(f, "  %-8s %s\n", xf_cmds[i].name, xf_cmds[i].summary);
-	fprintf(f,
-		"\n'xfrag COMMAND --help' shows a command's options.\n"
-		"Exit codes: 0 ok, 1 failure, 2 bad usage or value, 3 interface\n"
-		"(unknown, already attached, not attached), 4 BPF load/attach or\n"
-		"missing kernel feature, 5 missing privileges.\n");
+	fprintf(f, "\n'xfrag COMMAND --help' shows a command's options; "
+		"'xfrag --man' writes xfrag(8).\nExit codes:\n");
+	for (int i = 0; i < xf_nexits; i++)
+		fprintf(f, "  %d  %s\n", xf_exits[i].code, xf_exits[i].meaning);
 }
 
 int main(int argc, char **argv)
@@ -23,6 +22,10 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return XF_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--man")) {
+		xf_man(stdout);
+		return XF_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
