@@ -29,7 +29,7 @@ TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
 	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o
 
-.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz \
+.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz lint \
 	fuzz-bin fuzz-diff test-vm
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(OUT)/xfrag.8 $(TEST_BINS)
@@ -175,6 +175,11 @@ fuzz-diff: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/diff_test.sh --long $(if $(SEED),--seed $(SEED)) \
 		$(if $(BATCHES),--batches $(BATCHES))
+
+# Shell scripts through shellcheck (warnings and errors); also a suite of
+# `make test`.
+lint:
+	$(Q)tests/lint.sh
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

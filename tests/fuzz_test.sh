@@ -36,7 +36,7 @@ fi
 
 for t in $TARGETS; do
 	log=$OUT/$t.log
-	args=(-close_fd_mask=3 -artifact_prefix=$OUT/$t- -print_final_stats=1)
+	args=(-close_fd_mask=3 "-artifact_prefix=$OUT/$t-" -print_final_stats=1)
 	case $t in num|args|config) args+=(-dict=tests/fuzz/xfrag.dict) ;; esac
 	if [ -n "$long" ]; then
 		work=$OUT/long-$t
@@ -44,7 +44,7 @@ for t in $TARGETS; do
 	else
 		work=$OUT/smoke-$t
 		rm -rf "$work"
-		args+=(-runs="${RUNS[$t]}" -max_total_time=$SMOKE_CAP)
+		args+=(-runs="${RUNS[$t]}" "-max_total_time=$SMOKE_CAP")
 	fi
 	mkdir -p "$work"
 	rm -f $OUT/$t-crash-* $OUT/$t-leak-* $OUT/$t-timeout-* $OUT/$t-oom-*
@@ -57,7 +57,10 @@ for t in $TARGETS; do
 		ok "fuzz-$t ($runs executions in ${secs:-?} s, corpus $(ls "$work" | wc -l) new + $(ls tests/fuzz/corpus/$t | wc -l) seeds)"
 	else
 		why=$(grep -a -m1 -E 'fuzz check failed|ERROR: |runtime error|SUMMARY' "$log" | cut -c1-200)
-		art=$(ls $OUT/$t-* 2>/dev/null | grep -v '\.log$' | head -1)
+		art=""
+		for f in "$OUT/$t"-*; do
+			[ -e "$f" ] && [ "${f%.log}" = "$f" ] && { art=$f; break; }
+		done
 		ko "fuzz-$t" "exit $rc: ${why:-see $log}${art:+ (input: $art)}"
 	fi
 done

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
 # Helpers for the namespace tests (sourced by tests/ns_test.sh).
 #
 # Topology: namespace xf-snd holds xfs0 (10.99.0.1/24, fd99::1/64), namespace

@@ -6,7 +6,6 @@ cd "$(dirname "$0")/.." || exit 1
 mkdir -p tests/out
 pass=0
 fail=0
-status=0
 
 # XF_SUITES="unit ns ...": only these suites (tests/vm.sh passes it on).
 run_suite() {
@@ -36,6 +35,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+run_suite lint tests/lint.sh
 run_suite unit ./build/test_prog
 run_suite fuzz ./build/fuzz_prog
 run_suite cli tests/cli_test.sh

@@ -215,6 +215,7 @@ fi
 if [ "$ACCEL" = kvm ]; then
 	QEMU+=(-accel kvm -cpu host)
 else
+	# shellcheck disable=SC2054 # one qemu argument with a comma
 	QEMU+=(-accel tcg,thread=multi -cpu max)
 fi
 
