@@ -281,8 +281,8 @@ static __always_inline int xfrag_make_room(struct xfrag_config *cfg,
 	__u64 budget = (__u64)xfrag_nchunks * XFRAG_CHUNK;
 	__u64 need = (__u64)((p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK) *
 		     XFRAG_CHUNK;
-	__u64 high = cfg->mem_high ?: budget * 7 / 8;
-	__u64 low = cfg->mem_low ?: budget * 3 / 4;
+	__u64 high = cfg->mem_high ?: XFRAG_DEF_MEM_HIGH(budget);
+	__u64 low = cfg->mem_low ?: XFRAG_DEF_MEM_LOW(budget);
 	__u32 end = p->offset + p->len;
 	__s64 score;
 

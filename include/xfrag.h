@@ -158,6 +158,13 @@ struct xfrag_key {
 /* `progress` spares datagrams that progressed this recently. */
 #define XFRAG_DEF_WARM_MS	50
 
+/* Eviction watermarks by default, of a per-CPU budget of `mem` bytes: the
+ * one definition the BPF program, `xfrag status` and `--help` share. */
+#define XFRAG_DEF_MEM_HIGH(mem)	((mem) * 7 / 8)
+#define XFRAG_DEF_MEM_LOW(mem)	((mem) * 3 / 4)
+#define XFRAG_DEF_MEM_HIGH_TEXT	"7/8 of mem-per-cpu"
+#define XFRAG_DEF_MEM_LOW_TEXT	"3/4 of mem-per-cpu"
+
 struct xfrag_config {
 	__u32 timeout_ms;	/* 0: XFRAG_DEF_TIMEOUT_MS */
 	__u32 max_frags;	/* 0: XFRAG_DEF_MAX_FRAGS */
@@ -170,8 +177,8 @@ struct xfrag_config {
 	__u32 xdp_mode;		/* enum xdp_attach_mode of libxdp */
 	/* Run-time tunables, continued (0: default). */
 	__u32 warm_ms;		/* 0: XFRAG_DEF_WARM_MS */
-	__u32 mem_high;		/* bytes per CPU; 0: 7/8 of the budget */
-	__u32 mem_low;		/* bytes per CPU; 0: 3/4 of the budget */
+	__u32 mem_high;		/* bytes per CPU; 0: XFRAG_DEF_MEM_HIGH() */
+	__u32 mem_low;		/* bytes per CPU; 0: XFRAG_DEF_MEM_LOW() */
 	__u32 quota;		/* datagrams in flight per source per CPU; 0 off */
 	/* Steering, written by `xfrag attach` (XFRAG_STEER_*). */
 	__u32 steer;		/* mechanism; shown by `xfrag status` */
@@ -438,5 +445,19 @@ struct xfrag_stats {
 
 /* ---- Pinned map names (under /sys/fs/bpf/xfrag/IFACE/) ------------------ */
 #define XFRAG_PIN_ROOT		"/sys/fs/bpf/xfrag"
+
+/* ---- Layouts the hash, the maps and the replay rely on ------------------- */
+_Static_assert(sizeof(struct xfrag_key) == 40,
+	       "the bucket hash reads the key as five 64-bit words");
+_Static_assert(sizeof(struct xfrag_way) <= 32768,
+	       "a per-CPU map value is at most 32 KiB");
+_Static_assert(XFRAG_CHUNK % 8 == 0,
+	       "pieces must start 8-aligned: replayed fragments are 8k long");
+_Static_assert(XFRAG_HDR_MAX % 8 == 0 && (XFRAG_HDR_MAX & (XFRAG_HDR_MAX - 1)) == 0,
+	       "hdr[] is indexed with a mask");
+_Static_assert(sizeof(struct xfrag_stats) % 8 == 0,
+	       "the counters are 64-bit words, summed by offset");
+_Static_assert(XFRAG_LOADER_CPUMAP <= XFRAG_MAX_CPUS,
+	       "owners are CPUs below the object's cpumap size");
 
 #endif /* XFRAG_H */

@@ -38,9 +38,9 @@ static struct xf_opt attach_opts[] = {
 	NUM("warm", "MS", "progress: spare datagrams that progressed this recently",
 	    STR(XFRAG_DEF_WARM_MS), 0, 60000),
 	NUM("mem-high", "BYTES", "evict above this per CPU (k/M/G)",
-	    "7/8 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
+	    XFRAG_DEF_MEM_HIGH_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM),
 	NUM("mem-low", "BYTES", "evict down to this per CPU",
-	    "3/4 of mem-per-cpu", XFRAG_CHUNK, XFRAG_MAX_MEM),
+	    XFRAG_DEF_MEM_LOW_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM),
 	NUM("quota", "N", "in-flight datagrams per source per CPU (0: off)",
 	    "0", 0, 65535),
 	NUM("max-dist", "N", "id-wrap guard: IPv4 fragments of one flow after "

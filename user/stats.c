@@ -390,9 +390,9 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 		xf_evict_name(cfg->evict),
 		cfg->warm_ms ? cfg->warm_ms : XFRAG_DEF_WARM_MS,
 		cfg->mem_high ? (unsigned long long)cfg->mem_high :
-				(unsigned long long)mem * 7 / 8,
+				XFRAG_DEF_MEM_HIGH((unsigned long long)mem),
 		cfg->mem_low ? (unsigned long long)cfg->mem_low :
-			       (unsigned long long)mem * 3 / 4,
+			       XFRAG_DEF_MEM_LOW((unsigned long long)mem),
 		cfg->quota, dist, xf_steer_name(cfg->steer), cfg->steer_ncpus);
 }
 
