@@ -332,6 +332,33 @@ static int dev_driver_mtu(const char *ifname, char *drv, size_t len, int *mtu)
 	return 0;
 }
 
+/*
+ * The owner CPUs of `--cpus`, else the online ones, into cpus: their
+ * number, or -XF_EXIT_* with the reason said (cmd names the command).
+ */
+static int owner_cpus(struct xf_opt *opts, const char *cmd, __u32 *cpus)
+{
+	struct xf_opt *o = xf_opt(opts, "cpus");
+	int n;
+
+	if (o->set) {
+		n = xf_parse_cpus(o->val, cpus, XFRAG_MAX_CPUS);
+		if (n < 0 || (int)cpus[n - 1] >= libbpf_num_possible_cpus()) {
+			fprintf(stderr, "xfrag %s: --cpus: not a list of this "
+				"machine's CPUs: %s\n", cmd, o->val);
+			return -XF_EXIT_USAGE;
+		}
+		return n;
+	}
+	n = xf_online_cpus(cpus, XFRAG_MAX_CPUS);
+	if (n < 0) {
+		fprintf(stderr, "xfrag %s: cannot read the online CPUs; give "
+			"--cpus\n", cmd);
+		return -XF_EXIT_FAIL;
+	}
+	return n;
+}
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 {
 	const char *ifname = argv[0];
@@ -387,24 +414,9 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			"(6.12, 6.18); use --steer rps\n");
 		return XF_EXIT_USAGE;
 	}
-	if (xf_opt(opts, "cpus")->set) {
-		ncpus = xf_parse_cpus(xf_opt(opts, "cpus")->val, cpus,
-				      XFRAG_MAX_CPUS);
-		if (ncpus < 0 || (int)cpus[ncpus - 1] >=
-				 libbpf_num_possible_cpus()) {
-			fprintf(stderr, "xfrag attach: --cpus: not a list of "
-				"this machine's CPUs: %s\n",
-				xf_opt(opts, "cpus")->val);
-			return XF_EXIT_USAGE;
-		}
-	} else {
-		ncpus = xf_online_cpus(cpus, XFRAG_MAX_CPUS);
-		if (ncpus < 0) {
-			fprintf(stderr, "xfrag attach: cannot read the online "
-				"CPUs; give --cpus\n");
-			return XF_EXIT_FAIL;
-		}
-	}
+	ncpus = owner_cpus(opts, "attach", cpus);
+	if (ncpus < 0)
+		return -ncpus;
 	xf_cpus_str(cpus, ncpus, cpulist, sizeof(cpulist));
 	if (xf_opt(opts, "buckets")->set)
 		buckets = xf_opt(opts, "buckets")->num;
@@ -879,24 +891,10 @@ int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts)
 		ret = XF_EXIT_OK;
 		goto out;
 	}
-	if (xf_opt(opts, "cpus")->set) {
-		ncpus = xf_parse_cpus(xf_opt(opts, "cpus")->val, cpus,
-				      XFRAG_MAX_CPUS);
-		if (ncpus < 0 || (int)cpus[ncpus - 1] >=
-				 libbpf_num_possible_cpus()) {
-			fprintf(stderr, "xfrag steer: --cpus: not a list of "
-				"this machine's CPUs: %s\n",
-				xf_opt(opts, "cpus")->val);
-			ret = XF_EXIT_USAGE;
-			goto out;
-		}
-	} else {
-		ncpus = xf_online_cpus(cpus, XFRAG_MAX_CPUS);
-		if (ncpus < 0) {
-			fprintf(stderr, "xfrag steer: cannot read the online "
-				"CPUs; give --cpus\n");
-			goto out;
-		}
+	ncpus = owner_cpus(opts, "steer", cpus);
+	if (ncpus < 0) {
+		ret = -ncpus;
+		goto out;
 	}
 	if (getrandom(cfg.steer_key, sizeof(cfg.steer_key), 0) !=
 	    sizeof(cfg.steer_key)) {
