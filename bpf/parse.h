@@ -95,6 +95,65 @@ static __always_inline __u64 xfrag_ip6_walk(void *data, void *data_end,
 	return off;
 }
 
+/*
+ * Is this IPv6 first fragment (payload at off, next header nh, packet end
+ * at end) cut short of its upper-layer header?  RFC 8200 4.5 says it
+ * should be dropped; Linux decides it in ipv6frag_thdr_truncated(), and
+ * xfrag decides it the same way so that it never drops a fragment the
+ * kernel would queue, nor queues one it would drop:
+ * - the walk skips only Hop-by-Hop, Routing, Fragment (with offset 0),
+ *   AH and Destination Options, as ipv6_skip_exthdr() does; any other
+ *   value is the upper layer, which must fit: TCP 20, UDP 8, ICMPv6 8,
+ *   anything else 1 byte;
+ * - a chain the walk cannot follow (No Next Header, an extension header
+ *   whose first two bytes are missing, a Fragment header with a nonzero
+ *   offset) is not "cut" for Linux: that fragment is queued like any
+ *   other (and a zero-length one then discards its datagram).
+ * Where xfrag's own bounds end the walk first (XFRAG_MAX_EXT headers,
+ * XFRAG_MAX_EXT_OFF bytes, the first buffer of a multi-buffer frame), the
+ * fragment is taken as cut: dropped and counted (frag_bad_chain).
+ * Returns 1 when cut; else 0, with *up the upper-layer offset (0 when the
+ * walk stopped early) and *nh_out its protocol.
+ */
+static __always_inline int xfrag_ip6_first_cut(void *data, void *data_end,
+					       __u64 off, __u8 nh, __u64 end,
+					       __u64 *up, __u8 *nh_out)
+{
+	for (int i = 0; i < XFRAG_MAX_EXT; i++) {
+		__u8 *h;
+
+		if (nh == 59)
+			return 0;	/* No Next Header: skip_exthdr fails */
+		if (nh != 0 && nh != 43 && nh != NEXTHDR_FRAGMENT &&
+		    nh != NEXTHDR_AUTH && nh != 60) {
+			*up = off;
+			*nh_out = nh;
+			return off + (nh == 6 ? 20 : nh == 17 || nh == 58 ? 8
+								      : 1) >
+			       end;
+		}
+		if (off + (nh == NEXTHDR_FRAGMENT ? 4 : 2) > end)
+			return 0;	/* header unreadable: not "cut" */
+		if (off > XFRAG_MAX_EXT_OFF)
+			return 1;
+		h = data + off;
+		if ((void *)(h + 2) > data_end)
+			return 1;
+		if (nh == NEXTHDR_FRAGMENT) {
+			if ((void *)(h + 4) > data_end)
+				return 1;
+			if ((h[2] << 8 | h[3]) & 0xfff8)
+				return 0;	/* a later fragment's header */
+			off += 8;
+		} else {
+			off += nh == NEXTHDR_AUTH ? ((__u64)h[1] + 2) * 4 :
+						    ((__u64)h[1] + 1) * 8;
+		}
+		nh = h[0];
+	}
+	return 1;
+}
+
 /* Offset of the Fragment header of the IPv6 packet at l3off, or 0. */
 static __always_inline __u64 xfrag_ip6_frag_hdr(void *data, void *data_end,
 						__u64 l3off, __u64 *pos)
@@ -292,8 +351,9 @@ __noinline int xfrag_parse_ip6(struct xdp_md *ctx, struct xfrag_pkt *p)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6;
 	struct frag_hdr *fh;
-	__u64 fo, pos = 0, plen, end, up, upos;
+	__u64 fo, pos = 0, plen, end, up = 0;
 	__u32 l3off = 0;
+	int cut;
 	__u16 fbits, vlan = 0;
 	__u8 nh;
 
@@ -333,16 +393,14 @@ __noinline int xfrag_parse_ip6(struct xdp_md *ctx, struct xfrag_pkt *p)
 		return XFRAG_P_FRAG;
 	/*
 	 * RFC 8200 4.5 / RFC 7112: the first fragment must hold the whole
-	 * header chain through the upper-layer header (as much of it as
-	 * ipv6frag_thdr_truncated() asks: TCP 20, UDP 8, ICMPv6 8 bytes).
+	 * header chain through the upper-layer header.  Decided as Linux's
+	 * ipv6frag_thdr_truncated() decides it (see xfrag_ip6_first_cut()).
 	 */
-	up = xfrag_ip6_walk(data, data_end, p->poff, fh->nexthdr, 0, 0, &nh,
-			    &upos);
-	if (!up || up > end)
+	cut = xfrag_ip6_first_cut(data, data_end, p->poff, fh->nexthdr, end,
+				  &up, &nh);
+	if (cut)
 		return XFRAG_P_BAD_CHAIN;
-	if (up + (nh == 6 ? 20 : nh == 17 || nh == 58 ? 8 : 1) > end)
-		return XFRAG_P_BAD_CHAIN;
-	if (nh == IPPROTO_UDP_ && up <= XFRAG_MAX_EXT_OFF + 64) {
+	if (up && nh == IPPROTO_UDP_ && up <= XFRAG_MAX_EXT_OFF + 64) {
 		struct udphdr *uh = data + up;
 
 		if ((void *)(uh + 1) <= data_end)

@@ -2688,6 +2688,45 @@ static int t6_bad_chain(struct tctx *t)
 	return 0;
 }
 
+/*
+ * First fragments whose chain Linux cannot follow are not "cut" for it
+ * (ipv6_skip_exthdr() fails, ipv6frag_thdr_truncated() says no): they are
+ * queued like any other.  A zero-length one naming a Destination Options
+ * header it does not carry therefore discards its datagram (ip6_frag_queue:
+ * end == offset), and one whose Destination Options header says No Next
+ * Header (59) is held, and completes its datagram.
+ */
+static int t6_chain_unreadable(struct tctx *t)
+{
+	struct d6 *d = dg6();
+	struct frame f;
+	struct snap s;
+	__u8 *pl;
+
+	build6(d, 0x4002, 2000, 0, 0, 0);
+	TRY(load(t, &(struct setup){ 0 }));
+	TRY(snap(t, -1, &s));
+	mkfrag6(&f, d, 1000, 1008, 0);
+	TRY(send_drop(t, &f, "last fragment, held"));
+	mkfrag6x(&f, d, 0, 0, 1, d->id, 60);
+	TRY(send_drop(t, &f, "zero-length first, dest opts not carried"));
+	EXPECT(t, &s, D(reasm_reqds, 2), D(ip6_reqds, 2), D(frag_zero_len, 1),
+	       D(frag_discarded, 1), D(reasm_fails, 1));
+	/* Dest opts (8 bytes) then No Next Header: held, then completed. */
+	TRY(snap(t, -1, &s));
+	mkfrag6x(&f, d, 0, 8, 1, d->id + 1, 60);
+	pl = f.b + d->l3off + d->hlen + 8;
+	memcpy(pl, (const __u8[]){ 59, 0, 1, 4, 0, 0, 0, 0 }, 8);
+	TRY(send_drop(t, &f, "first fragment, dest opts then no next header"));
+	mkfrag6x(&f, d, 8, 8, 0, d->id + 1, 60);
+	TRY(xdp(t, f.b, f.len));
+	TRY(verdict(t, XDP_PASS, "last fragment completes it"));
+	EXPECT(t, &s, D(reasm_reqds, 2), D(ip6_reqds, 2), D(reasm_oks, 1),
+	       D(ip6_oks, 1), D(deliver_xdp, 1), D(frag_reasm, 2),
+	       D(bytes_reasm, 16));
+	return 0;
+}
+
 /* Atomic fragments pass; one with the id of a datagram in progress too. */
 static int t6_atomic(struct tctx *t)
 {
@@ -2872,6 +2911,7 @@ static const struct {
 	{ "ip6_too_long", t6_reject, 4 },
 	{ "ip6_too_long_alone", t6_reject, 5 },
 	{ "ip6_bad_chain", t6_bad_chain, 0 },
+	{ "ip6_chain_unreadable", t6_chain_unreadable, 0 },
 	{ "ip6_atomic", t6_atomic, 0 },
 	{ "ip6_atomic_ext_hdrs", t6_atomic, 3 },
 	{ "ip6_quota_per_64", t6_quota, 0 },
