@@ -15,6 +15,14 @@
  * usage: micro [--rounds R] [--json FILE] [--max-dist N (0: guard off)]
  *              [--steer]   (steering on, CPU 0 the only owner: every
  *                           fragment pays the owner check, none moves)
+ *              [--busy N]  (a table of one bucket of 8 ways, N of them
+ *                           held by other datagrams before each row: every
+ *                           fragment's scan passes N ways that are not its
+ *                           own, the worst case of a loaded table)
+ *              [--big]     (a table of 16384 buckets of 8 ways, 65536
+ *                           of them held by other datagrams: each
+ *                           datagram's first fragment finds its bucket
+ *                           in memory, not in the cache)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +49,7 @@ struct frames {
 	__u8 b[MAXF][FRAME];
 };
 
+static struct frames fr;
 static __u8 out[70000];
 
 /* Fragment d (IPv4 or IPv6, UDP payload `size`) at `fpay` bytes a piece. */
@@ -154,6 +163,13 @@ static double avg(const struct acc *a)
 static __u32 max_dist;
 /* --steer: the owner check on every fragment, this CPU (0) the owner. */
 static int steer;
+/* --busy N: one bucket of 8 ways, N held by other datagrams. */
+static int busy;
+/* --big: 16384 buckets of 8 ways, BIG_FILL held by other datagrams. */
+static int big;
+#define BIG_BUCKETS	16384
+#define BIG_FILL	65536
+#define BIG_CHUNKS	98304
 
 static struct xfrag_bpf *xf_load(void)
 {
@@ -169,6 +185,33 @@ static struct xfrag_bpf *xf_load(void)
 		bpf_map__set_pin_path(m, NULL);
 	s->rodata->xfrag_secret[0] = 0x0123456789abcdefULL;
 	s->rodata->xfrag_secret[1] = 0xfedcba9876543210ULL;
+	if (big) {
+		struct bpf_map *t = bpf_object__find_map_by_name(s->obj,
+								 "xfrag_tags");
+
+		s->rodata->xfrag_buckets = BIG_BUCKETS;
+		s->rodata->xfrag_ways = 8;
+		s->rodata->xfrag_nchunks = BIG_CHUNKS;
+		if (bpf_map__set_max_entries(s->maps.xfrag_table,
+					     BIG_BUCKETS * 8) ||
+		    bpf_map__set_max_entries(s->maps.xfrag_chunks, BIG_CHUNKS) ||
+		    bpf_map__set_max_entries(s->maps.xfrag_free, BIG_CHUNKS) ||
+		    (t && bpf_map__set_max_entries(t, BIG_BUCKETS))) {
+			xfrag_bpf__destroy(s);
+			return NULL;
+		}
+	} else if (busy) {
+		struct bpf_map *t = bpf_object__find_map_by_name(s->obj,
+								 "xfrag_tags");
+
+		s->rodata->xfrag_buckets = 1;
+		s->rodata->xfrag_ways = 8;
+		if (bpf_map__set_max_entries(s->maps.xfrag_table, 8) ||
+		    (t && bpf_map__set_max_entries(t, 1))) {
+			xfrag_bpf__destroy(s);
+			return NULL;
+		}
+	}
 	if (steer) {
 		cfg.flags |= XFRAG_CFG_STEER;
 		cfg.steer = XFRAG_STEER_CPUMAP;
@@ -185,6 +228,41 @@ static struct xfrag_bpf *xf_load(void)
 		return NULL;
 	}
 	return s;
+}
+
+/* --busy: hold `busy` other datagrams (their first fragments) in the table. */
+static int fill(int xfd, int v6)
+{
+	if (big) {
+		/* IPv6 ids (32 bits) far from the measured ones. */
+		for (__u32 b = 0; b < BIG_FILL; b++) {
+			LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1,
+				    .data_out = out,
+				    .data_size_out = sizeof(out));
+
+			build(&fr, 1, 1000000 + b, 2850, 1448);
+			o.data_in = fr.b[0];
+			o.data_size_in = fr.len[0];
+			if (bpf_prog_test_run_opts(xfd, &o)) {
+				fprintf(stderr, "micro: --big: test_run failed\n");
+				return -1;
+			}
+		}
+		return 0;
+	}
+	for (int b = 0; b < busy; b++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1,
+			    .data_out = out, .data_size_out = sizeof(out));
+
+		build(&fr, v6, 30000 + b, 2900, v6 ? 1448 : 1480);
+		o.data_in = fr.b[0];
+		o.data_size_in = fr.len[0];
+		if (bpf_prog_test_run_opts(xfd, &o) || o.retval != XDP_DROP) {
+			fprintf(stderr, "micro: --busy: fragment not held\n");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static struct floors_bpf *fl_load(__u32 dgram_len)
@@ -207,7 +285,6 @@ struct row {
 	struct acc xdp, copyin, drop, tc, copyout, inplace, floor_inplace;
 };
 
-static struct frames fr;
 
 /*
  * n-fragment datagrams in order: the first n-1 are consumed (xdp), the
@@ -229,6 +306,8 @@ static int bench_seq(struct row *r, int rounds)
 	cfd = bpf_program__fd(f->progs.floor_copyin);
 	dfd = bpf_program__fd(f->progs.floor_drop);
 	ofd = bpf_program__fd(f->progs.floor_copyout);
+	if (fill(xfd, r->v6))
+		return -1;
 	for (int k = 0; k < rounds; k++) {
 		__u64 t;
 
@@ -274,6 +353,8 @@ static int bench_inplace(struct row *r, int rounds)
 		return -1;
 	xfd = bpf_program__fd(x->progs.xfrag_xdp);
 	pfd = bpf_program__fd(f->progs.floor_inplace);
+	if (fill(xfd, r->v6))
+		return -1;
 	for (int k = 0; k < rounds; k++) {
 		__u64 a = 0, b = 0;
 
@@ -306,6 +387,8 @@ static int bench_pass(int v6, int rounds, struct acc *xp, struct acc *dp)
 		return -1;
 	xfd = bpf_program__fd(x->progs.xfrag_xdp);
 	dfd = bpf_program__fd(f->progs.floor_drop);
+	if (fill(xfd, v6))
+		return -1;
 	for (int k = 0; k < rounds; k++) {
 		build(&fr, v6, 60000 + k, v6 ? 65000 : 65507, v6 ? 1448 : 1480);
 		for (int i = 0; i < fr.n; i++) {
@@ -333,11 +416,13 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	FILE *j;
 
-	while ((c = getopt_long(argc, argv, "r:j:d:s", (const struct option[]){
+	while ((c = getopt_long(argc, argv, "r:j:d:sb:B", (const struct option[]){
 			{ "rounds", required_argument, NULL, 'r' },
 			{ "json", required_argument, NULL, 'j' },
 			{ "max-dist", required_argument, NULL, 'd' },
 			{ "steer", no_argument, NULL, 's' },
+			{ "busy", required_argument, NULL, 'b' },
+			{ "big", no_argument, NULL, 'B' },
 			{ 0 } }, NULL)) != -1) {
 		if (c == 'r')
 			rounds = atoi(optarg);
@@ -345,6 +430,11 @@ int main(int argc, char **argv)
 			json = optarg;
 		else if (c == 's')
 			steer = 1;
+		else if (c == 'B')
+			big = 1;
+		else if (c == 'b')
+			busy = atoi(optarg) < 0 ? 0 : atoi(optarg) > 7 ? 7 :
+			       atoi(optarg);
 		else if (c == 'd')
 			max_dist = atoi(optarg) ? (__u32)atoi(optarg) :
 				   XFRAG_MAX_DIST_OFF;
@@ -377,8 +467,9 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("BPF_PROG_TEST_RUN, %d datagrams per row, median ns per run (ratio to floor)\n\n",
-	       rounds);
+	printf("BPF_PROG_TEST_RUN, %d datagrams per row, median ns per run (ratio to floor)%s%s\n\n",
+	       rounds, busy ? ", one bucket of 8 ways, 7 held by others" : "",
+	       big ? ", 16384 buckets of 8 ways, 65536 held by others" : "");
 	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < 6; i++) {
