@@ -7,6 +7,12 @@ BPFTOOL ?= bpftool
 CC      ?= gcc
 PREFIX  ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR ?= /etc
+ifeq ($(PREFIX),/usr)
+UNITDIR ?= /lib/systemd/system
+else
+UNITDIR ?= /etc/systemd/system
+endif
 OUT     := build
 
 ifeq ($(V),1)
@@ -18,7 +24,7 @@ endif
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Iinclude -Ibpf -I.
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Werror -Iinclude -I$(OUT) -Iuser
-LDLIBS  := -lxdp -lbpf -lelf -lz
+LDLIBS  := -lxdp -lbpf -lelf -lz -lmicrohttpd
 
 BPF_SRC  := bpf/xfrag.bpf.c
 BPF_HDRS := $(wildcard bpf/*.h) include/xfrag.h vmlinux.h
@@ -29,8 +35,8 @@ TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
 	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o
 
-.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz lint \
-	fuzz-bin fuzz-diff test-vm
+.PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz lint FORCE \
+	fuzz-bin fuzz-diff test-vm deb
 
 all: $(OUT)/xfrag.bpf.o $(OUT)/xfrag $(OUT)/xfrag.8 $(TEST_BINS)
 
@@ -89,7 +95,7 @@ FUZZ_CC      ?= clang
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 $(FUZZ_SAN) -Wall -Wextra -Werror -Iinclude -Iuser \
 		-I$(OUT) -Itests/fuzz
-FUZZ_TARGETS := num args config render path
+FUZZ_TARGETS := num args config render path conffile
 FUZZ_BINS    := $(addprefix $(OUT)/fuzz_,$(FUZZ_TARGETS))
 FUZZ_OBJS    := $(patsubst user/%.c,$(OUT)/fuzz/%.o,\
 		$(filter-out user/xfrag.c,$(USER_SRC)))
@@ -185,10 +191,35 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh
 
-install: $(OUT)/xfrag $(OUT)/xfrag.bpf.o $(OUT)/xfrag.8
+# systemd units, with the paths of this install in them.
+UNITS := $(OUT)/units/xfrag@.service $(OUT)/units/xfrag-exporter.service
+
+$(OUT)/units/%.service: scripts/systemd/%.service.in FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
+		-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< >$@
+
+FORCE:
+
+install: $(OUT)/xfrag $(OUT)/xfrag.bpf.o $(OUT)/xfrag.8 $(UNITS)
 	install -D -m 0755 $(OUT)/xfrag $(DESTDIR)$(PREFIX)/sbin/xfrag
 	install -D -m 0644 $(OUT)/xfrag.8 $(DESTDIR)$(PREFIX)/share/man/man8/xfrag.8
 	install -D -m 0644 $(OUT)/xfrag.bpf.o $(DESTDIR)$(PREFIX)/lib/bpf/xfrag.bpf.o
+	install -D -m 0644 $(OUT)/units/xfrag@.service $(DESTDIR)$(UNITDIR)/xfrag@.service
+	install -D -m 0644 $(OUT)/units/xfrag-exporter.service $(DESTDIR)$(UNITDIR)/xfrag-exporter.service
+	install -D -m 0644 scripts/xfrag.conf.example $(DESTDIR)$(SYSCONFDIR)/xfrag/xfrag.conf.example
+
+# make deb: the Debian package (debian/), built from a copy of the tracked
+# files in $(OUT)/deb; the .deb lands there.
+DEB_VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' debian/changelog)
+deb:
+	$(Q)rm -rf $(OUT)/deb && mkdir -p $(OUT)/deb/xfrag-$(DEB_VERSION)
+	$(Q)git ls-files -z | xargs -0 cp --parents -t $(OUT)/deb/xfrag-$(DEB_VERSION)
+	$(Q)cd $(OUT)/deb/xfrag-$(DEB_VERSION) && \
+		env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS dpkg-buildpackage -us -uc -b \
+		>../build.log 2>&1 || \
+		{ tail -20 ../build.log; exit 1; }
+	$(Q)ls $(OUT)/deb/*.deb
 
 clean:
 	rm -rf $(OUT)

@@ -87,6 +87,61 @@ fi
 expect stats-interval 0 in_ns $X stats xfc0 --interval 1 --count 1
 grep -q "/s" /tmp/xf-cli.out && ok stats-rates || ko stats-rates "no rates printed"
 expect stats-per-cpu 0 in_ns $X stats xfc0 --per-cpu
+# Prometheus: `stats --format prometheus` and the exporter's /metrics,
+# parsed by prometheus_client's own parser; every counter there, each
+# value equal to `stats --json` read at the same time (some fragments
+# first, so that the values are not all 0).
+mac() { ip -n $NS -o link show "$1" | sed 's/.*link\/ether \([0-9a-f:]*\).*/\1/'; }
+in_ns ./build/fragsend -i xfc1 --smac "$(mac xfc1)" --dmac "$(mac xfc0)" \
+	--src 10.77.0.1 --dst 10.77.0.2 --dport 9 --id 100 --size 3000 \
+	--mtu 1500 --count 5 >/dev/null 2>&1
+prom_same() {	# NAME [--per-cpu]: /tmp/xf-prom.txt against a fresh --json
+	in_ns $X stats xfc0 --json ${2:-} >/tmp/xf-prom.json 2>&1
+	if /usr/bin/python3 tests/prom_check.py --prom /tmp/xf-prom.txt \
+		--json /tmp/xf-prom.json --iface xfc0 ${2:-} >/tmp/xf-cli.out 2>&1; then
+		ok "$1"
+	else
+		ko "$1" "$(tail -5 /tmp/xf-cli.out)"
+	fi
+}
+expect stats-prometheus 0 in_ns $X stats xfc0 --format prometheus
+cp /tmp/xf-cli.out /tmp/xf-prom.txt
+grep -q '^xfrag_reasm_reqds_total{iface="xfc0"} [1-9]' /tmp/xf-prom.txt &&
+	ok stats-prometheus-counts || ko stats-prometheus-counts "$(head -5 /tmp/xf-prom.txt)"
+prom_same stats-prometheus-parsed
+in_ns $X stats xfc0 --format prometheus --per-cpu >/tmp/xf-prom.txt 2>&1
+prom_same stats-prometheus-per-cpu --per-cpu
+expect stats-prometheus-interval 2 in_ns $X stats xfc0 --format prometheus --interval 1
+expect stats-bad-format 2 in_ns $X stats xfc0 --format xml
+expect exporter-bad-listen 2 $X exporter --listen nowhere
+in_ns ip link set lo up
+scrape() { in_ns curl -s -f -o /tmp/xf-prom.txt "http://127.0.0.1:9477$1"; }
+exporter_check() {	# NAME ARGS...: start, scrape, compare, stop
+	local name=$1 pid rc
+	shift
+	# nsenter itself, not in_ns (a function: $! would be its subshell,
+	# and the exporter would outlive the kill).
+	nsenter --net=/run/netns/$NS $X exporter --listen 127.0.0.1:9477 "$@" \
+		>/dev/null 2>&1 &
+	pid=$!
+	for _ in $(seq 50); do scrape /metrics && break; sleep 0.1; done
+	if scrape /metrics; then
+		prom_same "$name"
+		grep -q '^xfrag_exporter_instances 1$' /tmp/xf-prom.txt &&
+			ok "$name-instances" || ko "$name-instances" "$(head -8 /tmp/xf-prom.txt)"
+	else
+		ko "$name" "no answer on 127.0.0.1:9477"
+	fi
+	scrape /nothing && ko "$name-404" "answered /nothing" || ok "$name-404"
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	[ $rc -eq 0 ] && ok "$name-stops" || ko "$name-stops" "exit $rc on SIGTERM"
+	scrape /metrics && ko "$name-gone" "still answering after SIGTERM" ||
+		ok "$name-gone"
+}
+exporter_check exporter-all
+exporter_check exporter-named xfc0
 # Run-time settings: written to the pinned config, shown by status.
 grep -E '^xfc0 .* 16 +pass +progress +50 ' /tmp/xf-cli.status >/dev/null &&
 	ok status-default-policy ||
@@ -119,13 +174,43 @@ in_ns ip link show xfc0 | grep -q xdp && ko detach-xdp "XDP still attached" ||
 	ok detach-xdp
 [ "$(rps | tr -d '0,\n')" = "" ] && ok detach-clears-rps ||
 	ko detach-clears-rps "rps_cpus $(rps) after detach"
+# An interface that vanishes with xfrag attached (a container's veth, a
+# deleted namespace) and comes back under the same name: status says what
+# became of the instance, attach replaces the pins left behind, a live
+# instance is still refused, detach removes pins of a gone one.
+recreate() {
+	ip -n $NS link add xfc0 type veth peer name xfc1 &&
+		ip -n $NS link set xfc0 up && ip -n $NS link set xfc1 up
+}
+expect vanish-attach 0 in_ns $X attach xfc0 --mode skb
+ip -n $NS link del xfc0
+in_ns $X status >/tmp/xf-cli.out 2>&1
+grep -qE '^xfc0 +gone ' /tmp/xf-cli.out && ok vanish-status-gone ||
+	ko vanish-status-gone "$(cat /tmp/xf-cli.out)"
+recreate
+in_ns $X status >/tmp/xf-cli.out 2>&1
+grep -qE '^xfc0 +stale ' /tmp/xf-cli.out && ok vanish-status-stale ||
+	ko vanish-status-stale "$(cat /tmp/xf-cli.out)"
+expect vanish-reattach 0 in_ns $X attach xfc0 --mode skb
+grep -q "removed the stale instance of xfc0" /tmp/xf-cli.out &&
+	ok vanish-reattach-says || ko vanish-reattach-says "$(cat /tmp/xf-cli.out)"
+in_ns $X status >/tmp/xf-cli.out 2>&1
+grep -qE "^xfc0 +$(ip -n $NS -o link show xfc0 | cut -d: -f1) +skb " /tmp/xf-cli.out &&
+	ok vanish-status-live || ko vanish-status-live "$(cat /tmp/xf-cli.out)"
+expect vanish-attach-live 3 in_ns $X attach xfc0 --mode skb
+ip -n $NS link del xfc0
+expect vanish-detach-gone 0 in_ns $X detach xfc0
+[ ! -e /sys/fs/bpf/xfrag/xfc0 ] && ok vanish-detach-unpins ||
+	ko vanish-detach-unpins "pins left"
+recreate
+
 # xfrag(8) is written from the CLI's tables: every command, option, config
 # key, counter and exit code is in it, and groff renders it without a
 # warning.
 man_check() {
 	local page=/tmp/xf-cli.8 miss="" c o k
 	$X --man >"$page" || { ko man-page "xfrag --man failed"; return; }
-	for c in attach detach status config steer stats; do
+	for c in attach detach status config steer stats exporter; do
 		grep -qF "\fBxfrag $c\fR" "$page" || miss="$miss cmd:$c"
 		for o in $($X "$c" --help | sed -n 's/^  \(-., \)\{0,1\}--\([a-z0-9-]*\).*/\2/p'); do
 			[ "$o" = help ] || [ "$o" = verbose ] && continue

@@ -7,7 +7,7 @@
 # finds in tests/out/fuzz/long-TARGET for the next run.  A crash, sanitizer
 # report or failed check leaves the input in tests/out/fuzz/TARGET-crash-*.
 cd "$(dirname "$0")/.." || exit 1
-TARGETS="num args config render path"
+TARGETS="num args config render path conffile"
 OUT=tests/out/fuzz
 long=""
 if [ "$1" = "--time" ]; then
@@ -17,7 +17,7 @@ fi
 # Smoke: executions per target (the corpus is run first), and a time cap
 # in seconds for a loaded machine.
 declare -A RUNS=([num]=300000 [args]=100000 [config]=100000 [render]=3000
-		 [path]=300000)
+		 [path]=300000 [conffile]=100000)
 SMOKE_CAP=4
 
 pass=0

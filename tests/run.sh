@@ -40,14 +40,15 @@ run_suite unit ./build/test_prog
 run_suite fuzz ./build/fuzz_prog
 run_suite cli tests/cli_test.sh
 run_suite fuzz-user tests/fuzz_test.sh
+run_suite install tests/install_test.sh
 run_suite ns ./tests/ns_test.sh
 run_suite vnet ./tests/vnet_test.sh
 run_suite corpus ./tests/corpus_test.sh
 # The captures again, packet i from CPU i mod N (steering brings them together).
 [ "$(nproc)" -ge 2 ] && run_suite corpus-spread env CORPUS_SPREAD="$(nproc)" ./tests/corpus_test.sh
-# Fixed seeds here, so that a landing does not depend on the date: seed
-# 20261206083415 batch 6 shows an open IPv6 divergence (docs/testing.md);
-# `make fuzz-diff` and XF_DIFF_SEED=date explore new seeds.
+# Fixed seeds here, so that a landing does not depend on the date
+# (docs/testing.md); `make fuzz-diff` and XF_DIFF_SEED=date explore new
+# seeds.
 dseed() { [ "${XF_DIFF_SEED:-}" = date ] && date +%Y%m%d%H%M%S || echo "${XF_DIFF_SEED:-$1}"; }
 run_suite diff ./tests/diff_test.sh --seed "$(dseed 20261206083329)"
 # The same, each frame from the next CPU: steering brings them together.

@@ -359,6 +359,55 @@ static int owner_cpus(struct xf_opt *opts, const char *cmd, __u32 *cpus)
 	return n;
 }
 
+static int find_xfrag_xdp(int ifindex, struct xdp_multiprog **mpp,
+			  enum xdp_attach_mode *mode);
+static int prog_map_by_name(int prog_fd, const char *name, __u32 *max_entries);
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi);
+
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &mi, &len) ? mi.id : 0;
+}
+
+/*
+ * Is the instance pinned under IFACE's folder still the one on IFACE?
+ * XF_INST_LIVE: an xfrag_xdp program on the interface uses the pinned
+ * xfrag_config.  XF_INST_GONE: no such interface (a container's veth, a
+ * deleted namespace).  XF_INST_STALE: the interface is there (recreated,
+ * or xfrag was taken off it by other means) without that program.
+ * XF_INST_NONE: no pins.
+ */
+int xf_instance_state(const char *ifname)
+{
+	struct xdp_multiprog *mp = NULL;
+	enum xdp_attach_mode mode;
+	int ifindex, cfd, pfd, mfd, st = XF_INST_STALE;
+	__u32 max;
+
+	cfd = xf_pin_open(ifname, "xfrag_config");
+	if (cfd < 0)
+		return XF_INST_NONE;
+	ifindex = if_nametoindex(ifname);
+	if (!ifindex) {
+		close(cfd);
+		return XF_INST_GONE;
+	}
+	pfd = find_xfrag_xdp(ifindex, &mp, &mode);
+	if (pfd >= 0) {
+		mfd = prog_map_by_name(pfd, "xfrag_config", &max);
+		if (mfd >= 0 && map_id(mfd) == map_id(cfd))
+			st = XF_INST_LIVE;
+		if (mfd >= 0)
+			close(mfd);
+	}
+	if (mp)
+		xdp_multiprog__close(mp);
+	close(cfd);
+	return st;
+}
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 {
 	const char *ifname = argv[0];
@@ -381,6 +430,9 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	__u64 secret[2];
 	(void)argc;
 
+	if (xf_opt(opts, "config")->set &&
+	    xf_conf_load(xf_opt(opts, "config")->val, opts, "config"))
+		return XF_EXIT_USAGE;
 	if (mode_o->set) {
 		if (!strcmp(mode_o->val, "native"))
 			mode = XDP_MODE_NATIVE;
@@ -443,18 +495,14 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			1U << 24);
 		return XF_EXIT_USAGE;
 	}
-	cfg.timeout_ms = xf_opt(opts, "timeout")->set ?
-			 xf_opt(opts, "timeout")->num : XFRAG_DEF_TIMEOUT_MS;
-	cfg.max_frags = xf_opt(opts, "max-frags")->set ?
-			xf_opt(opts, "max-frags")->num : XFRAG_DEF_MAX_FRAGS;
+	cfg.timeout_ms = XFRAG_DEF_TIMEOUT_MS;
+	cfg.max_frags = XFRAG_DEF_MAX_FRAGS;
 	cfg.evict = XFRAG_DEF_EVICT;
-	for (const char *const *k = (const char *const[]){ "evict", "warm",
-			"mem-high", "mem-low", "quota", "max-dist", "too-many",
-			NULL };
-	     *k; k++) {
-		struct xf_opt *o = xf_opt(opts, *k);
+	/* The run-time tunables given as options, as xfrag config sets them. */
+	for (int i = 0; i < xf_ntunables; i++) {
+		struct xf_opt *o = xf_opt(opts, xf_tunables[i].key);
 
-		if (o->set && xf_config_set(&cfg, *k, o->val))
+		if (o->set && xf_config_set(&cfg, o->name, o->val))
 			return XF_EXIT_USAGE;
 	}
 	if (cfg.mem_low && cfg.mem_high && cfg.mem_low > cfg.mem_high) {
@@ -485,9 +533,23 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		return XF_EXIT_IFACE;
 	}
 	if (!access(path, F_OK)) {
-		fprintf(stderr, "xfrag attach: already attached to %s (%s exists)\n",
-			ifname, dir);
-		return XF_EXIT_IFACE;
+		int st = xf_instance_state(ifname);
+
+		if (st == XF_INST_LIVE || st == XF_INST_NONE) {
+			fprintf(stderr, "xfrag attach: already attached to %s (%s exists)\n",
+				ifname, dir);
+			return XF_EXIT_IFACE;
+		}
+		/* Pins left by an instance whose interface vanished (and
+		 * came back, as this one), or whose XDP program someone
+		 * removed: nothing uses them any more. */
+		quiet_libs();
+		tc_detach(ifindex);	/* a TC half left alone, if any */
+		unpin_all(ifname);
+		printf("xfrag: removed the stale instance of %s (%s), left by "
+		       "an earlier attach: %s\n", ifname, dir,
+		       st == XF_INST_GONE ? "the interface was gone" :
+		       "its XDP program is no longer on the interface");
 	}
 	quiet_libs();
 

@@ -6,8 +6,7 @@
 #include <stddef.h>
 #include "common.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x) XF_STR(x)
 
 #define NUM(n, mv, h, d, lo, hi) \
 	{ .name = n, .metavar = mv, .help = h, .def = d, .min = lo, .max = hi }
@@ -16,6 +15,9 @@
 #define END { .name = NULL }
 
 static struct xf_opt attach_opts[] = {
+	STROPT("config", "FILE", "read these options from FILE, one per line "
+	       "(name = value, or a flag's name); the command line wins "
+	       "(xfrag@IFACE.service: " XF_CONF_DIR "/IFACE.conf)", NULL),
 	STROPT("mode", "native|skb", "XDP attach mode", "native"),
 	NUM("buckets", "N", "table buckets per CPU",
 	    "a power of 2 leaving 4 chunks of the budget each: " STR(XFRAG_DEF_BUCKETS) " at 2M",
@@ -24,28 +26,13 @@ static struct xf_opt attach_opts[] = {
 	    1, XFRAG_MAX_WAYS),
 	NUM("mem-per-cpu", "BYTES", "payload memory budget per CPU (k/M/G)",
 	    "2M", XFRAG_MIN_MEM, XFRAG_MAX_MEM),
-	NUM("timeout", "MS", "datagram time-out from its first fragment",
-	    STR(XFRAG_DEF_TIMEOUT_MS), XFRAG_MIN_TIMEOUT_MS,
-	    XFRAG_MAX_TIMEOUT_MS),
-	NUM("max-frags", "N", "fragments per datagram",
-	    STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC),
-	STROPT("too-many", "pass|drop",
-	       "a datagram beyond max-frags: to the kernel (held fragments "
-	       "replayed; native mode with TC) or discarded", "pass"),
 	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
-	STROPT("evict", "refuse|lru|progress",
-	       "overload policy (see xfrag config --help)", "progress"),
-	NUM("warm", "MS", "progress: spare datagrams that progressed this recently",
-	    STR(XFRAG_DEF_WARM_MS), 0, 60000),
-	NUM("mem-high", "BYTES", "evict above this per CPU (k/M/G)",
-	    XFRAG_DEF_MEM_HIGH_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM),
-	NUM("mem-low", "BYTES", "evict down to this per CPU",
-	    XFRAG_DEF_MEM_LOW_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM),
-	NUM("quota", "N", "in-flight datagrams per source per CPU (0: off)",
-	    "0", 0, 65535),
-	NUM("max-dist", "N", "id-wrap guard: IPv4 fragments of one flow after "
-	    "which an incomplete datagram is stale (0: off)",
-	    STR(XFRAG_DEF_MAX_DIST), 0, XFRAG_MAX_MAX_DIST),
+	/* The run-time tunables, as options (xfrag config changes them). */
+#define TUNE_NUM(k, mv, h, d, lo, hi, field) NUM(k, mv, h, d, lo, hi),
+#define TUNE_ENUM(k, mv, h, d) STROPT(k, mv, h, d),
+	XF_TUNABLES(TUNE_NUM, TUNE_ENUM)
+#undef TUNE_NUM
+#undef TUNE_ENUM
 	STROPT("steer", "auto|cpumap|rps|off",
 	       "bring every fragment of a datagram to one CPU: cpumap (native "
 	       "mode), rps (skb mode), off", "auto: cpumap in native mode, rps in skb mode"),
@@ -66,12 +53,24 @@ static struct xf_opt steer_opts[] = {
 };
 
 static struct xf_opt stats_opts[] = {
-	FLAG("json", "print one JSON object"),
+	STROPT("format", "table|json|prometheus",
+	       "output: the table, one JSON object, or Prometheus' text "
+	       "exposition format (node_exporter's textfile collector)",
+	       "table"),
+	FLAG("json", "print one JSON object (--format json)"),
 	FLAG("per-cpu", "show every CPU's values as well as the sum, and where fragments were received, steered and reassembled"),
 	NUM("interval", "SECONDS", "print per-second rates every SECONDS",
 	    NULL, 1, 3600),
 	NUM("count", "N", "with --interval: stop after N reports", "forever",
 	    1, 1000000),
+	END
+};
+
+static struct xf_opt exporter_opts[] = {
+	STROPT("listen", "ADDR:PORT", "address to serve /metrics on "
+	       "([ADDR6]:PORT, or :PORT for every address)",
+	       XF_EXPORTER_LISTEN),
+	FLAG("per-cpu", "one sample per CPU (label cpu) instead of the sum"),
 	END
 };
 
@@ -102,5 +101,9 @@ const struct xf_cmd xf_cmds[] = {
 	  .summary = "print xfrag's counters for IFACE (summed over CPUs)",
 	  .opts = stats_opts, .run = xf_cmd_stats, .min_args = 1,
 	  .max_args = 1 },
+	{ .name = "exporter", .args = "[IFACE...]",
+	  .summary = "serve the counters of every attached interface (or of "
+		     "those named) at /metrics for Prometheus",
+	  .opts = exporter_opts, .run = xf_cmd_exporter, .max_args = 256 },
 };
 const size_t xf_ncmds = sizeof(xf_cmds) / sizeof(xf_cmds[0]);

@@ -19,6 +19,48 @@ enum {
 	XF_EXIT_PERM = 5,	/* missing privileges */
 };
 
+#define XF_STR_(x) #x
+#define XF_STR(x) XF_STR_(x)
+
+/*
+ * The run-time tunables, each once: `xfrag attach` options, `xfrag config`
+ * keys (the same names), their ranges, defaults and help, the man page.
+ *   N(key, metavar, help, default text, min, max, struct xfrag_config field)
+ *   E(key, metavar, help, default text): a named value (xf_config_set)
+ */
+#define XF_TUNABLES(N, E)						\
+	N("timeout", "MS", "datagram time-out from its first fragment",	\
+	  XF_STR(XFRAG_DEF_TIMEOUT_MS), XFRAG_MIN_TIMEOUT_MS,		\
+	  XFRAG_MAX_TIMEOUT_MS, timeout_ms)				\
+	N("max-frags", "N", "fragments per datagram",			\
+	  XF_STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC, max_frags)	\
+	E("too-many", "pass|drop",					\
+	  "a datagram beyond max-frags: to the kernel (held fragments "	\
+	  "replayed; native mode with TC) or discarded", "pass")	\
+	E("evict", "refuse|lru|progress",				\
+	  "overload policy: a new datagram in a full bucket, memory "	\
+	  "above mem-high", "progress")					\
+	N("warm", "MS", "progress: spare datagrams that progressed this "	\
+	  "recently", XF_STR(XFRAG_DEF_WARM_MS), 0, 60000, warm_ms)	\
+	N("mem-high", "BYTES", "evict above this per CPU (k/M/G)",	\
+	  XFRAG_DEF_MEM_HIGH_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_high)	\
+	N("mem-low", "BYTES", "evict down to this per CPU (k/M/G)",	\
+	  XFRAG_DEF_MEM_LOW_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_low)	\
+	N("quota", "N", "in-flight datagrams per source (IPv6: /64) per "	\
+	  "CPU (0: off)", "0", 0, 65535, quota)				\
+	N("max-dist", "N", "id-wrap guard: IPv4 fragments of one flow "	\
+	  "after which an incomplete datagram is stale (0: off)",	\
+	  XF_STR(XFRAG_DEF_MAX_DIST), 0, XFRAG_MAX_MAX_DIST, max_dist)
+
+/* One run-time tunable, from XF_TUNABLES (user/config.c). */
+struct xf_tunable {
+	const char *key, *metavar, *help, *def;
+	uint64_t min, max;	/* max 0: a named value */
+	size_t off;		/* its field in struct xfrag_config */
+};
+extern const struct xf_tunable xf_tunables[];
+extern const int xf_ntunables;
+
 /* One option of a command; the table drives parsing and --help. */
 struct xf_opt {
 	const char *name;	/* long name, without "--" */
@@ -73,6 +115,13 @@ int xf_read_stats(const char *ifname, struct xfrag_stats *sum,
 		  struct xfrag_stats **percpu, int *ncpu);
 
 /* Rendering (stats.c): pure functions of what was read from the maps. */
+struct xf_prom_src {
+	const char *ifname;
+	const struct xfrag_stats *sum;
+	const struct xfrag_stats *pc;	/* per CPU, or NULL: the sum only */
+	int ncpu;
+};
+void xf_print_prometheus(FILE *f, const struct xf_prom_src *src, int n);
 void xf_print_json(FILE *f, const struct xfrag_stats *sum,
 		   const struct xfrag_stats *pc, int ncpu);
 void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
@@ -104,12 +153,32 @@ int xf_rps_clear(const char *ifname);
 const char *xf_steer_name(__u32 steer);
 int xf_progs_after(int ifindex, char *names, size_t len);
 
+/* Option files (conffile.c): /etc/xfrag/IFACE.conf for attach. */
+#define XF_CONF_LINE_MAX	1024
+#define XF_CONF_FILE_MAX	65536
+#define XF_CONF_BAD_LINE	1
+#define XF_CONF_DIR		"/etc/xfrag"
+int xf_conf_parse(const char *text, size_t len, int *line,
+		  int (*cb)(void *ctx, int line, const char *key,
+			    const char *val),
+		  void *ctx);
+int xf_conf_apply(const char *path, const char *text, size_t len,
+		  struct xf_opt *opts, const char *skip);
+int xf_conf_load(const char *path, struct xf_opt *opts, const char *skip);
+
+/* What became of the instance pinned for IFACE (attach.c). */
+enum { XF_INST_NONE, XF_INST_LIVE, XF_INST_GONE, XF_INST_STALE };
+int xf_instance_state(const char *ifname);
+
 int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_config(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_exporter(int argc, char **argv, struct xf_opt *opts);
+/* Where `xfrag exporter` listens unless told (this host only). */
+#define XF_EXPORTER_LISTEN	"127.0.0.1:9477"
 
 /* Counter metadata from the X-macro list. */
 struct xf_counter {

@@ -13,9 +13,6 @@
 #include <bpf/bpf.h>
 #include "common.h"
 
-#define XF_STR_(x) #x
-#define XF_STR(x) XF_STR_(x)
-
 static const char *const evict_names[] = {
 	[XFRAG_EVICT_REFUSE] = "refuse",
 	[XFRAG_EVICT_LRU] = "lru",
@@ -37,43 +34,30 @@ const char *xf_evict_name(__u32 evict)
 	return evict < 4 && evict_names[evict] ? evict_names[evict] : "?";
 }
 
-/* Numeric tunables: key, help, range, field. */
-static const struct tunable {
-	const char *key, *help;
-	uint64_t min, max;
-	size_t off;
-} tunables[] = {
-	{ "timeout", "datagram time-out in ms", XFRAG_MIN_TIMEOUT_MS,
-	  XFRAG_MAX_TIMEOUT_MS, offsetof(struct xfrag_config, timeout_ms) },
-	{ "max-frags", "fragments per datagram", 1, XFRAG_MAX_DESC,
-	  offsetof(struct xfrag_config, max_frags) },
-	{ "warm", "ms within which progress spares a datagram (progress)", 0,
-	  60000, offsetof(struct xfrag_config, warm_ms) },
-	{ "mem-high", "bytes per CPU above which eviction starts (k/M/G)",
-	  XFRAG_CHUNK, XFRAG_MAX_MEM, offsetof(struct xfrag_config, mem_high) },
-	{ "mem-low", "bytes per CPU eviction brings memory down to", XFRAG_CHUNK,
-	  XFRAG_MAX_MEM, offsetof(struct xfrag_config, mem_low) },
-	{ "quota", "in-flight datagrams per source (IPv6: /64) per CPU, 0 off",
-	  0, 65535, offsetof(struct xfrag_config, quota) },
-	{ "max-dist", "id-wrap guard: IPv4 fragments of a flow after which an "
-	  "incomplete datagram is stale, 0 off (default "
-	  XF_STR(XFRAG_DEF_MAX_DIST) ")", 0, XFRAG_MAX_MAX_DIST,
-	  offsetof(struct xfrag_config, max_dist) },
+#define TUNE_NUM(k, mv, h, d, lo, hi, field)				\
+	{ .key = k, .metavar = mv, .help = h, .def = d, .min = lo,	\
+	  .max = hi, .off = offsetof(struct xfrag_config, field) },
+#define TUNE_ENUM(k, mv, h, d)						\
+	{ .key = k, .metavar = mv, .help = h, .def = d },
+const struct xf_tunable xf_tunables[] = {
+	XF_TUNABLES(TUNE_NUM, TUNE_ENUM)
 };
+#undef TUNE_NUM
+#undef TUNE_ENUM
+const int xf_ntunables = sizeof(xf_tunables) / sizeof(xf_tunables[0]);
 
 void xf_config_keys(FILE *f)
 {
-	fprintf(f, "  %-10s %s\n", "evict", "refuse|lru|progress (default "
-		"progress): a new datagram in a full bucket, memory above "
-		"mem-high");
-	fprintf(f, "  %-10s %s\n", "too-many", "pass|drop (default pass): a "
-		"datagram beyond max-frags goes to the kernel (native mode "
-		"with TC: held fragments replayed, later ones passed) or is "
-		"discarded");
-	for (size_t i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++)
-		fprintf(f, "  %-10s %s, %llu..%llu\n", tunables[i].key,
-			tunables[i].help, (unsigned long long)tunables[i].min,
-			(unsigned long long)tunables[i].max);
+	for (int i = 0; i < xf_ntunables; i++) {
+		const struct xf_tunable *t = &xf_tunables[i];
+
+		fprintf(f, "  %-10s %s: %s (default %s", t->key, t->metavar,
+			t->help, t->def);
+		if (t->max)
+			fprintf(f, "; %llu..%llu", (unsigned long long)t->min,
+				(unsigned long long)t->max);
+		fprintf(f, ")\n");
+	}
 }
 
 /* Set one tunable; 0, or -EINVAL with a message on stderr. */
@@ -101,10 +85,10 @@ int xf_config_set(struct xfrag_config *cfg, const char *key, const char *val)
 		fprintf(stderr, "xfrag: too-many must be pass or drop\n");
 		return -EINVAL;
 	}
-	for (size_t i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++) {
-		const struct tunable *t = &tunables[i];
+	for (int i = 0; i < xf_ntunables; i++) {
+		const struct xf_tunable *t = &xf_tunables[i];
 
-		if (strcmp(key, t->key))
+		if (strcmp(key, t->key) || !t->max)
 			continue;
 		if (xf_parse_num(val, &v) || v < t->min || v > t->max) {
 			fprintf(stderr, "xfrag: %s must be %llu..%llu, not '%s'\n",

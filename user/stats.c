@@ -57,6 +57,59 @@ void xf_print_json(FILE *f, const struct xfrag_stats *sum,
 	fprintf(f, "\n");
 }
 
+/* A label value or HELP text in the exposition format: \\ \n (and \" in
+ * label values) escaped. */
+static void prom_escape(FILE *f, const char *s, bool quote)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else if (quote && *s == '"')
+			fputs("\\\"", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/*
+ * The counters of n interfaces in Prometheus' text exposition format
+ * (version 0.0.4): one family per counter, `xfrag_NAME_total` for
+ * counters and `xfrag_NAME` for gauges, HELP from the counter list, the
+ * label iface; with per-CPU values (src[k].pc) a sample per CPU with the
+ * label cpu instead of the sum (sum() by iface gives it back).
+ */
+void xf_print_prometheus(FILE *f, const struct xf_prom_src *src, int n)
+{
+	for (int i = 0; i < xf_ncounters; i++) {
+		const struct xf_counter *c = &xf_counters[i];
+		const char *suffix = c->gauge ? "" : "_total";
+
+		fprintf(f, "# HELP xfrag_%s%s ", c->name, suffix);
+		prom_escape(f, c->help, false);
+		fprintf(f, "\n# TYPE xfrag_%s%s %s\n", c->name, suffix,
+			c->gauge ? "gauge" : "counter");
+		for (int k = 0; k < n; k++) {
+			const struct xf_prom_src *s = &src[k];
+
+			if (!s->pc) {
+				fprintf(f, "xfrag_%s%s{iface=\"", c->name, suffix);
+				prom_escape(f, s->ifname, true);
+				fprintf(f, "\"} %llu\n",
+					(unsigned long long)field(s->sum, i));
+				continue;
+			}
+			for (int cpu = 0; cpu < s->ncpu; cpu++) {
+				fprintf(f, "xfrag_%s%s{iface=\"", c->name, suffix);
+				prom_escape(f, s->ifname, true);
+				fprintf(f, "\",cpu=\"%d\"} %llu\n", cpu,
+					(unsigned long long)field(&s->pc[cpu], i));
+			}
+		}
+	}
+}
+
 /* One report of `stats --interval --json`: rates, then the totals. */
 void xf_print_rates_json(FILE *f, const struct xfrag_stats *sum,
 			 const struct xfrag_stats *pc, int ncpu,
@@ -163,8 +216,9 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 {
 	const char *ifname = argv[0];
+	struct xf_opt *fmt = xf_opt(opts, "format");
 	bool json = xf_opt(opts, "json")->set;
-	bool percpu = xf_opt(opts, "per-cpu")->set;
+	bool percpu = xf_opt(opts, "per-cpu")->set, prom = false;
 	struct xf_opt *iv = xf_opt(opts, "interval");
 	struct xf_opt *cnt = xf_opt(opts, "count");
 	struct xfrag_stats sum, prev;
@@ -173,6 +227,22 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 	int ncpu = 0, err, n = 0;
 	(void)argc;
 
+	if (fmt->set) {
+		if (!strcmp(fmt->val, "json"))
+			json = true;
+		else if (!strcmp(fmt->val, "prometheus"))
+			prom = true;
+		else if (strcmp(fmt->val, "table")) {
+			fprintf(stderr, "xfrag stats: --format must be table, "
+				"json or prometheus\n");
+			return XF_EXIT_USAGE;
+		}
+	}
+	if (prom && iv->set) {
+		fprintf(stderr, "xfrag stats: --format prometheus prints the "
+			"totals once (a scraper computes rates): no --interval\n");
+		return XF_EXIT_USAGE;
+	}
 	err = xf_read_stats(ifname, &sum, percpu ? &pc : NULL, &ncpu);
 	if (err) {
 		if (err == -ENOENT)
@@ -187,7 +257,11 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 		return err == -ENOENT ? XF_EXIT_IFACE : xf_err_exit(err);
 	}
 	if (!iv->set) {
-		if (json)
+		if (prom)
+			xf_print_prometheus(stdout, &(struct xf_prom_src){
+				.ifname = ifname, .sum = &sum, .pc = pc,
+				.ncpu = ncpu }, 1);
+		else if (json)
 			xf_print_json(stdout, &sum, pc, ncpu);
 		else
 			xf_print_table(stdout, ifname, &sum, pc, ncpu, NULL, 0);
@@ -417,13 +491,30 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 		struct xfrag_config cfg = {};
 		const char *tc, *room, *sweep;
 		__u32 zero = 0;
-		int fd;
+		int fd, st;
 
 		if (de->d_name[0] == '.')
 			continue;
 		fd = xf_pin_open(de->d_name, "xfrag_config");
 		if (fd < 0)
 			continue;
+		st = xf_instance_state(de->d_name);
+		if (st == XF_INST_GONE || st == XF_INST_STALE) {
+			/* Pins without their instance: say so, not its
+			 * limits (a recreated interface is not attached). */
+			close(fd);
+			printf("%-12s %-7s %s\n", de->d_name,
+			       st == XF_INST_GONE ? "gone" : "stale",
+			       st == XF_INST_GONE ?
+			       "the interface is gone; its pins are left in "
+			       XFRAG_PIN_ROOT "/: xfrag detach removes them, "
+			       "xfrag attach on a new one replaces them" :
+			       "xfrag's XDP program is not on this interface "
+			       "(recreated?); xfrag attach replaces the pins "
+			       "left behind, xfrag detach removes them");
+			n++;
+			continue;
+		}
 		if (bpf_map_lookup_elem(fd, &zero, &cfg))
 			memset(&cfg, 0, sizeof(cfg));
 		close(fd);

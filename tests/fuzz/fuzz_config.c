@@ -118,7 +118,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		char pfx[32], *k, *nl;
 
 		snprintf(pfx, sizeof(pfx), "  %-10s ", settings[i].key);
-		snprintf(line, sizeof(line), ", %llu..%llu\n",
+		snprintf(line, sizeof(line), "; %llu..%llu)\n",
 			 (unsigned long long)settings[i].min,
 			 (unsigned long long)settings[i].max);
 		k = strstr(buf, pfx);
