@@ -15,6 +15,9 @@
  * usage: micro [--rounds R] [--json FILE] [--max-dist N (0: guard off)]
  *              [--steer]   (steering on, CPU 0 the only owner: every
  *                           fragment pays the owner check, none moves)
+ *              [--capture] (xfrag capture on: every fragment pays the
+ *                           counter snapshot and comparison; none of these
+ *                           is lost, so none is written)
  *              [--busy N]  (a table of one bucket of 8 ways, N of them
  *                           held by other datagrams before each row: every
  *                           fragment's scan passes N ways that are not its
@@ -163,6 +166,8 @@ static double avg(const struct acc *a)
 static __u32 max_dist;
 /* --steer: the owner check on every fragment, this CPU (0) the owner. */
 static int steer;
+/* --capture: XFRAG_CFG_CAPTURE set. */
+static int capture;
 /* --busy N: one bucket of 8 ways, N held by other datagrams. */
 static int busy;
 /* --big: 16384 buckets of 8 ways, BIG_FILL held by other datagrams. */
@@ -212,6 +217,8 @@ static struct xfrag_bpf *xf_load(void)
 			return NULL;
 		}
 	}
+	if (capture)
+		cfg.flags |= XFRAG_CFG_CAPTURE;
 	if (steer) {
 		cfg.flags |= XFRAG_CFG_STEER;
 		cfg.steer = XFRAG_STEER_CPUMAP;
@@ -416,13 +423,14 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	FILE *j;
 
-	while ((c = getopt_long(argc, argv, "r:j:d:sb:B", (const struct option[]){
+	while ((c = getopt_long(argc, argv, "r:j:d:sb:BC", (const struct option[]){
 			{ "rounds", required_argument, NULL, 'r' },
 			{ "json", required_argument, NULL, 'j' },
 			{ "max-dist", required_argument, NULL, 'd' },
 			{ "steer", no_argument, NULL, 's' },
 			{ "busy", required_argument, NULL, 'b' },
 			{ "big", no_argument, NULL, 'B' },
+			{ "capture", no_argument, NULL, 'C' },
 			{ 0 } }, NULL)) != -1) {
 		if (c == 'r')
 			rounds = atoi(optarg);
@@ -432,6 +440,8 @@ int main(int argc, char **argv)
 			steer = 1;
 		else if (c == 'B')
 			big = 1;
+		else if (c == 'C')
+			capture = 1;
 		else if (c == 'b')
 			busy = atoi(optarg) < 0 ? 0 : atoi(optarg) > 7 ? 7 :
 			       atoi(optarg);
@@ -467,8 +477,9 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("BPF_PROG_TEST_RUN, %d datagrams per row, median ns per run (ratio to floor)%s%s\n\n",
-	       rounds, busy ? ", one bucket of 8 ways, 7 held by others" : "",
+	printf("BPF_PROG_TEST_RUN, %d datagrams per row, median ns per run (ratio to floor)%s%s%s\n\n",
+	       rounds, capture ? ", capture on" : "",
+	       busy ? ", one bucket of 8 ways, 7 held by others" : "",
 	       big ? ", 16384 buckets of 8 ways, 65536 held by others" : "");
 	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");

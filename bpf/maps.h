@@ -151,6 +151,43 @@ struct {
 } xfrag_cpumap SEC(".maps");
 
 /*
+ * `xfrag capture`: records of the fragments that moved a counter of loss
+ * (struct xfrag_cap_rec), written only while XFRAG_CFG_CAPTURE is set.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XFRAG_CAP_RING);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_capture SEC(".maps");
+
+/* Its settings (struct xfrag_capcfg), written by `xfrag capture`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_capcfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xfrag_capcfg SEC(".maps");
+
+/* Each CPU's capture state: the counters before the fragment (valid while
+ * armed), the rate window, the sampling count. */
+struct xfrag_capbuf {
+	struct xfrag_stats before;
+	__u64 win_start;
+	__u32 win_count;
+	__u32 seen;
+	__u32 armed;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xfrag_capbuf);
+} xfrag_capbuf SEC(".maps");
+
+/*
  * What a bpf_loop callback carries from one iteration to the next lives
  * here, in map memory, never in the context struct on the caller's stack.
  * Verifiers before 6.7 check a callback once, with the state of its first

@@ -191,6 +191,20 @@ struct xfrag_config {
 };
 
 /*
+ * `xfrag capture`'s settings (the pinned map xfrag_capcfg, read only while
+ * XFRAG_CFG_CAPTURE is set; apart from the config so that the copy of the
+ * config XDP keeps on its stack does not grow): 1 fragment in cap_sample
+ * (0, 1: all), at most cap_rate records a second per CPU (0:
+ * XFRAG_CAP_DEF_RATE), cap_snap bytes of each (0: XFRAG_CAP_SNAP).
+ */
+struct xfrag_capcfg {
+	__u32 cap_sample;
+	__u32 cap_rate;
+	__u32 cap_snap;
+	__u32 cap_pad;
+};
+
+/*
  * A datagram that outgrows what xfrag holds per datagram (max-frags
  * fragments, XFRAG_MAX_DESC pieces).  `pass` (the kernel's behaviour: it
  * has no per-datagram count, only its memory limit): the pieces held so
@@ -253,6 +267,62 @@ struct xfrag_guard {
 #define XFRAG_CPUMAP_QSIZE	2048
 /* Set with the cpumap filled: XDP redirects fragments to their owner. */
 #define XFRAG_CFG_STEER		(1U << 2)
+
+/*
+ * Set by `xfrag capture` while it runs: every fragment whose run moved a
+ * counter of loss (XFRAG_CAP_BENIGN says which do not) is written to the
+ * xfrag_capture ring buffer, sampled and rate-limited per CPU.  Off, it
+ * costs XDP one test of this flag.  With XFRAG_CFG_CAP_DELIVER the frames
+ * of datagrams rebuilt in XDP are written too.
+ */
+#define XFRAG_CFG_CAPTURE	(1U << 3)
+#define XFRAG_CFG_CAP_DELIVER	(1U << 4)
+#define XFRAG_CAP_SNAP		2048	/* bytes of a frame kept at most (a
+					 * power of 2: bpf/xfrag.bpf.c masks) */
+#define XFRAG_CAP_DEF_RATE	1000	/* records a second per CPU */
+#define XFRAG_CAP_RING		(4U << 20)	/* ring buffer bytes */
+
+/* A counter's bit in a capture record's `moved` (its place in the list). */
+#define XFRAG_CNT_BIT(name)						\
+	(1ULL << (__builtin_offsetof(struct xfrag_stats, name) / 8))
+/* Counters that move for fragments nothing was lost with. */
+#define XFRAG_CAP_BENIGN						\
+	(XFRAG_CNT_BIT(reasm_reqds) | XFRAG_CNT_BIT(reasm_oks) |	\
+	 XFRAG_CNT_BIT(deliver_xdp) | XFRAG_CNT_BIT(deliver_tc) |	\
+	 XFRAG_CNT_BIT(deliver_replay) | XFRAG_CNT_BIT(pass_dgrams) |	\
+	 XFRAG_CNT_BIT(pass_no_tc) | XFRAG_CNT_BIT(pass_too_many) |	\
+	 XFRAG_CNT_BIT(replay_frags) | XFRAG_CNT_BIT(bytes_reasm) |	\
+	 XFRAG_CNT_BIT(frag_reasm) | XFRAG_CNT_BIT(frag_passed) |	\
+	 XFRAG_CNT_BIT(frag_flushed) | XFRAG_CNT_BIT(frag_atomic) |	\
+	 XFRAG_CNT_BIT(ip6_reqds) | XFRAG_CNT_BIT(ip6_oks) |		\
+	 XFRAG_CNT_BIT(steer_out) | XFRAG_CNT_BIT(steer_in) |		\
+	 XFRAG_CNT_BIT(steer_failed) | XFRAG_CNT_BIT(cap_records) |	\
+	 XFRAG_CNT_BIT(cap_lost) | XFRAG_CNT_BIT(frags_in_flight) |	\
+	 XFRAG_CNT_BIT(dgrams_in_flight) |				\
+	 XFRAG_CNT_BIT(handoff_pending) |				\
+	 XFRAG_CNT_BIT(bytes_in_flight) | XFRAG_CNT_BIT(mem_in_flight))
+#define XFRAG_CAP_DELIVERED	XFRAG_CNT_BIT(deliver_xdp)
+
+/* One record of the xfrag_capture ring buffer. */
+struct xfrag_cap_rec {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() */
+	__u64 moved;		/* XFRAG_CNT_BIT()s of the counters it moved */
+	__u32 cpu;
+	__u32 ifindex;		/* ingress */
+	__u32 len;		/* frame length */
+	__u32 caplen;		/* bytes in data[] */
+	__u32 verdict;		/* XDP_* (XFRAG_CAP_FRAME) */
+	__u32 kind;		/* XFRAG_CAP_FRAME, XFRAG_CAP_SWEPT */
+	struct xfrag_key key;	/* XFRAG_CAP_SWEPT: the datagram's */
+	__u32 nfrags;		/* XFRAG_CAP_SWEPT: fragments it held */
+	__u32 pad;
+	__u8 data[XFRAG_CAP_SNAP];
+};
+
+/* A record of a fragment's frame; of a datagram the sweeper timed out
+ * (no frame: its key, and the fragments it held). */
+#define XFRAG_CAP_FRAME		0
+#define XFRAG_CAP_SWEPT		1
 
 /* Set by `xfrag attach` once the TC half is attached. */
 #define XFRAG_CFG_TC		(1U << 0)
@@ -431,6 +501,8 @@ struct xfrag_pcpu {
 	X(steer_out, C, "fragments redirected to their owner CPU (not in reasm_reqds here)") \
 	X(steer_in, C, "fragments arrived from another CPU through the cpumap") \
 	X(steer_failed, C, "fragments not redirected (refused): processed where they arrived") \
+	X(cap_records, C, "capture: records written for xfrag capture") \
+	X(cap_lost, C, "capture: records lost (rate limit, ring buffer full)") \
 	X(frags_in_flight, G, "fragments held now")			\
 	X(dgrams_in_flight, G, "incomplete datagrams held now")	\
 	X(handoff_pending, G, "complete datagrams waiting for TC now")	\
@@ -457,6 +529,12 @@ _Static_assert(XFRAG_HDR_MAX % 8 == 0 && (XFRAG_HDR_MAX & (XFRAG_HDR_MAX - 1)) =
 	       "hdr[] is indexed with a mask");
 _Static_assert(sizeof(struct xfrag_stats) % 8 == 0,
 	       "the counters are 64-bit words, summed by offset");
+_Static_assert(sizeof(struct xfrag_stats) <= 64 * 8,
+	       "a capture record names the counters it moved in 64 bits");
+_Static_assert((XFRAG_CAP_SNAP & (XFRAG_CAP_SNAP - 1)) == 0,
+	       "the snap length is bounded for the verifier with a mask");
+_Static_assert(sizeof(struct xfrag_cap_rec) % 8 == 0,
+	       "ring buffer records are 8-aligned");
 _Static_assert(XFRAG_LOADER_CPUMAP <= XFRAG_MAX_CPUS,
 	       "owners are CPUs below the object's cpumap size");
 

@@ -74,6 +74,24 @@ static struct xf_opt exporter_opts[] = {
 	END
 };
 
+static struct xf_opt capture_opts[] = {
+	{ .name = "write", .metavar = "FILE", .shortopt = 'w',
+	  .help = "write pcapng to FILE, - for standard output (tcpdump -r -)",
+	  .def = "-" },
+	STROPT("reason", "LIST", "only these outcomes: counter names, or their "
+	       "last word (overlap, timeout, evicted, refused, nomem, quota, "
+	       "bad_header, too_long, too_many, ...), comma-separated", "all"),
+	NUM("count", "N", "stop after N packets written", "until Ctrl-C",
+	    1, 1000000000),
+	NUM("snaplen", "BYTES", "bytes of each frame kept", STR(XFRAG_CAP_SNAP),
+	    64, XFRAG_CAP_SNAP),
+	NUM("rate", "N", "records a second per CPU at most (the rest counted "
+	    "in cap_lost)", STR(XFRAG_CAP_DEF_RATE), 1, 1000000),
+	NUM("sample", "N", "one fragment in N", "1", 1, 1000000),
+	FLAG("deliver", "the datagrams rebuilt in the XDP frame too"),
+	END
+};
+
 const struct xf_cmd xf_cmds[] = {
 	{ .name = "attach", .args = "IFACE",
 	  .summary = "load xfrag, size its maps, attach XDP and TC ingress, "
@@ -100,6 +118,12 @@ const struct xf_cmd xf_cmds[] = {
 	{ .name = "stats", .args = "IFACE",
 	  .summary = "print xfrag's counters for IFACE (summed over CPUs)",
 	  .opts = stats_opts, .run = xf_cmd_stats, .min_args = 1,
+	  .max_args = 1 },
+	{ .name = "capture", .args = "IFACE",
+	  .summary = "write the fragments xfrag drops (and with --deliver "
+		     "the datagrams it rebuilds) as pcapng, each with its "
+		     "outcome in a comment",
+	  .opts = capture_opts, .run = xf_cmd_capture, .min_args = 1,
 	  .max_args = 1 },
 	{ .name = "exporter", .args = "[IFACE...]",
 	  .summary = "serve the counters of every attached interface (or of "

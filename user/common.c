@@ -46,9 +46,11 @@ void xf_usage(FILE *f, const struct xf_cmd *cmd)
 	fprintf(f, "Usage: xfrag %s %s\n  %s\n\nOptions:\n", cmd->name,
 		cmd->args ? cmd->args : "", cmd->summary);
 	for (o = cmd->opts; o && o->name; o++) {
-		char left[64];
+		char left[64], sh[8] = "";
 
-		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+		if (o->shortopt)
+			snprintf(sh, sizeof(sh), "-%c, ", o->shortopt);
+		snprintf(left, sizeof(left), "%s--%s%s%s", sh, o->name,
 			 o->metavar ? " " : "", o->metavar ? o->metavar : "");
 		fprintf(f, "  %-26s %s", left, o->help);
 		if (o->def)
@@ -101,6 +103,8 @@ int xf_parse_num(const char *s, uint64_t *out)
 int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 {
 	struct option lo[32];
+	char shorts[64] = "hv";
+	size_t so = 2;
 	struct xf_opt *o;
 	int n = 0, c, nargs;
 
@@ -110,11 +114,20 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 	lo[n++] = (struct option){ "help", 0, NULL, 'h' };
 	lo[n++] = (struct option){ "verbose", 0, NULL, 'v' };
 	lo[n] = (struct option){ 0 };
+	/* Short forms: "hv" and each option's letter (with ':' for a value). */
+	for (o = cmd->opts; o && o->name && so < sizeof(shorts) - 3; o++) {
+		if (!o->shortopt)
+			continue;
+		shorts[so++] = o->shortopt;
+		if (o->metavar)
+			shorts[so++] = ':';
+	}
+	shorts[so] = 0;
 
 	/* 0, not 1: glibc then also forgets where it stopped in the last
 	 * argv it scanned (a cluster like -xv left half read). */
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == 'h')
 			return XF_PARSE_HELP;
 		if (c == 'v') {
@@ -122,10 +135,18 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 			continue;
 		}
 		if (c < 256) {
-			fprintf(stderr, "Try 'xfrag %s --help'.\n", cmd->name);
-			return -EINVAL;
+			o = NULL;
+			for (struct xf_opt *p = cmd->opts; p && p->name; p++)
+				if (c != '?' && c != ':' && p->shortopt == c)
+					o = p;
+			if (!o) {
+				fprintf(stderr, "Try 'xfrag %s --help'.\n",
+					cmd->name);
+				return -EINVAL;
+			}
+		} else {
+			o = &cmd->opts[c - 256];
 		}
-		o = &cmd->opts[c - 256];
 		o->set = true;
 		o->val = optarg;
 		if (o->max) {

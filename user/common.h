@@ -68,6 +68,7 @@ struct xf_opt {
 	const char *help;
 	const char *def;	/* default, shown in --help */
 	uint64_t min, max;	/* range for numeric values (max 0: not numeric) */
+	char shortopt;		/* a one-letter form too (-w), or 0 */
 	bool set;		/* filled by the parser */
 	const char *val;
 	uint64_t num;
@@ -177,6 +178,13 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_config(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts);
 int xf_cmd_exporter(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_capture(int argc, char **argv, struct xf_opt *opts);
+int xf_pcapng_header(FILE *f, const char *ifname, __u32 snaplen);
+int xf_pcapng_packet(FILE *f, __u64 ts_ns, const void *data, __u32 caplen,
+		     __u32 len, const char *comment);
+void xf_cap_comment(char *buf, size_t len, __u64 moved, __u32 verdict,
+		    __u32 cpu);
+size_t xf_cap_key_frame(__u8 *b, const struct xfrag_key *k);
 /* Where `xfrag exporter` listens unless told (this host only). */
 #define XF_EXPORTER_LISTEN	"127.0.0.1:9477"
 

@@ -34,6 +34,8 @@ static void roff(FILE *f, const char *s)
 static void opt_line(FILE *f, const struct xf_opt *o)
 {
 	fprintf(f, ".TP\n\\fB");
+	if (o->shortopt)
+		fprintf(f, "\\-%c\\fR, \\fB", o->shortopt);
 	roff(f, "--");
 	roff(f, o->name);
 	fprintf(f, "\\fR");
