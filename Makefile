@@ -33,7 +33,7 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
 TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
-	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o
+	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o $(OUT)/progstats
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz lint FORCE \
 	fuzz-bin fuzz-diff test-vm deb
@@ -60,6 +60,10 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
 $(OUT)/test_prog: tests/test_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+$(OUT)/progstats: tests/progstats.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 

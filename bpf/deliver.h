@@ -7,6 +7,14 @@
 #ifndef XFRAG_DELIVER_H
 #define XFRAG_DELIVER_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xfrag.h"
+#include "maps.h"
+#include "parse.h"
+#include "table.h"
+
 /* xfrag_deliver()'s `tc`: 0 no TC half, 1 TC, 2 TC that may replay. */
 #define XFRAG_DELIVER_REPLAY	2
 #define XFRAG_REPLAY_MAX_LEN	(1U << 20)	/* xfrag_too_long() decides */

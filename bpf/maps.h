@@ -7,6 +7,11 @@
 #ifndef XFRAG_MAPS_H
 #define XFRAG_MAPS_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xfrag.h"
+
 /* Table geometry, fixed at load (the loader rewrites these and the sizes). */
 const volatile __u32 xfrag_buckets = XFRAG_DEF_BUCKETS;
 const volatile __u32 xfrag_ways = XFRAG_DEF_WAYS;
@@ -229,6 +234,13 @@ static __always_inline struct xfrag_loopvar *xfrag_lv(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&xfrag_loopvar, &zero);
+}
+
+static __always_inline struct xfrag_stats *xfrag_st(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xfrag_stats, &zero);
 }
 
 #endif /* XFRAG_MAPS_H */

@@ -3,6 +3,12 @@
 #ifndef XFRAG_PARSE_H
 #define XFRAG_PARSE_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xfrag.h"
+#include "maps.h"
+
 #define ETH_P_IP	0x0800
 #define ETH_P_IPV6	0x86DD
 #define ETH_P_8021Q	0x8100

@@ -7,6 +7,14 @@
 #ifndef XFRAG_RULES_H
 #define XFRAG_RULES_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xfrag.h"
+#include "maps.h"
+#include "parse.h"
+#include "table.h"
+
 enum xfrag_fit {
 	XFRAG_FIT_NEW = 0,	/* disjoint from everything stored */
 	XFRAG_FIT_DUP,		/* same offset and length as a stored fragment */

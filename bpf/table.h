@@ -11,6 +11,13 @@
 #ifndef XFRAG_TABLE_H
 #define XFRAG_TABLE_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xfrag.h"
+#include "maps.h"
+#include "parse.h"
+
 /*
  * Bound an index for the verifier: n must be a power of two and the caller
  * must already have checked x < n (the mask then changes nothing, but clang

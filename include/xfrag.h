@@ -278,7 +278,7 @@ struct xfrag_guard {
 #define XFRAG_CFG_CAPTURE	(1U << 3)
 #define XFRAG_CFG_CAP_DELIVER	(1U << 4)
 #define XFRAG_CAP_SNAP		2048	/* bytes of a frame kept at most (a
-					 * power of 2: bpf/xfrag.bpf.c masks) */
+					 * power of 2: bpf/capture.h masks) */
 #define XFRAG_CAP_DEF_RATE	1000	/* records a second per CPU */
 #define XFRAG_CAP_RING		(4U << 20)	/* ring buffer bytes */
 
