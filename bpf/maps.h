@@ -34,7 +34,7 @@ struct xfrag_chunk {
 /* Datagram table: bucket b holds ways [b * xfrag_ways, (b + 1) * xfrag_ways). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XFRAG_DEF_BUCKETS * XFRAG_DEF_WAYS);
+	__uint(max_entries, (XFRAG_DEF_BUCKETS * XFRAG_DEF_WAYS));
 	__type(key, __u32);
 	__type(value, struct xfrag_way);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

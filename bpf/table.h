@@ -26,7 +26,7 @@
 #define XFRAG_IDX(x, n)							\
 	({								\
 		__u32 __v = (x);					\
-		asm volatile("%0 &= %1" : "+r"(__v) : "i"((n) - 1));	\
+		asm volatile("%0 &= %1" : "+r"(__v) : "i"(-1 + (n)));	\
 		__v;							\
 	})
 

@@ -160,8 +160,8 @@ struct xfrag_key {
 
 /* Eviction watermarks by default, of a per-CPU budget of `mem` bytes: the
  * one definition the BPF program, `xfrag status` and `--help` share. */
-#define XFRAG_DEF_MEM_HIGH(mem)	((mem) * 7 / 8)
-#define XFRAG_DEF_MEM_LOW(mem)	((mem) * 3 / 4)
+#define XFRAG_DEF_MEM_HIGH(mem)	(7 * (mem) / 8)
+#define XFRAG_DEF_MEM_LOW(mem)	(3 * (mem) / 4)
 #define XFRAG_DEF_MEM_HIGH_TEXT	"7/8 of mem-per-cpu"
 #define XFRAG_DEF_MEM_LOW_TEXT	"3/4 of mem-per-cpu"
 

@@ -6,7 +6,7 @@ set -e
 PKGS="clang llvm libbpf-dev bpftool libxdp-dev xdp-tools libelf-dev zlib1g-dev
       iproute2 iputils-ping python3-scapy tcpdump make gcc pkg-config
       libclang-rt-14-dev shellcheck groff-base libmicrohttpd-dev curl
-      python3-prometheus-client debhelper lintian"
+      python3-prometheus-client debhelper lintian clang-format"
 NOREC=""
 if [ "${1:-}" = vm ]; then
 	PKGS="qemu-system-x86 busybox-static kmod cpio xz-utils util-linux"

@@ -61,7 +61,7 @@ struct item {
 	uint32_t off;
 	uint32_t len;
 	int mf;		/* -1: automatic, 0 / 1 forced */
-	int xor;
+	int flip;
 };
 
 struct dgram {
@@ -209,7 +209,7 @@ static uint32_t parse_frags(const char *spec, struct item *items)
 		if (errno || end == p)
 			die("bad --frags item", tok);
 		it->mf = -1;
-		it->xor = 0;
+		it->flip = 0;
 		for (p = end; *p; p++) {
 			switch (*p) {
 			case 'M':
@@ -219,7 +219,7 @@ static uint32_t parse_frags(const char *spec, struct item *items)
 				it->mf = 0;
 				break;
 			case 'X':
-				it->xor = 1;
+				it->flip = 1;
 				break;
 			case '!':
 				allow = 1;
@@ -442,7 +442,7 @@ static size_t build_frame(uint8_t *buf, const struct dgram *d,
 		p += 8;
 	}
 	for (i = 0; i < it->len; i++)
-		p[i] = d->data[it->off + i] ^ (it->xor ? 0xa5 : 0);
+		p[i] = d->data[it->off + i] ^ (it->flip ? 0xa5 : 0);
 	p += it->len;
 	return p - buf;
 }
@@ -608,7 +608,7 @@ static uint32_t mtu_items(struct item *items)
 		items[n].off = off;
 		items[n].len = total - off < step ? total - off : step;
 		items[n].mf = -1;
-		items[n].xor = 0;
+		items[n].flip = 0;
 	}
 	return n;
 }

@@ -1093,7 +1093,7 @@ static const struct rej {
 	/* an MF fragment beyond the known end */
 	{ 3200, 0, 1, C_frag_bad_end, { { 800, 800, 0 } }, { 1600, 800, 1 }, 0, 0 },
 	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 0, 1 }, 0, 0 },
-	{ 2000, 0, 0, C_frag_zero_len, { }, { 1600, 0, 0 }, 0, 0 },
+	{ 2000, 0, 0, C_frag_zero_len, {}, { 1600, 0, 0 }, 0, 0 },
 	/* 5 payload bytes with MF trim to nothing */
 	{ 2000, 0, 1, C_frag_zero_len, { { 0, 800, 1 } }, { 800, 5, 1 }, 0, 0 },
 	/* 20 + 65544 > 65535 */
@@ -1101,7 +1101,7 @@ static const struct rej {
 	/* 60-byte first header: 60 + 65488 > 65535, 20 + 65488 is not */
 	{ 1000, 40, 1, C_frag_too_long, { { 0, 504, 1 } }, { 65472, 16, 0 }, 0, 0 },
 	/* a ping of death that is the first fragment seen */
-	{ 3000, 0, 0, C_frag_too_long, { }, { 65528, 16, 0 }, 0, 0 },
+	{ 3000, 0, 0, C_frag_too_long, {}, { 65528, 16, 0 }, 0, 0 },
 	/* too big, learned once a piece is held: first announces 20000 */
 	{ 20000, 0, 1, C_frag_oversize, { { 1480, 1480, 1 } }, { 0, 1480, 1 },
 	  XFRAG_CFG_TC, 0 },
@@ -1255,7 +1255,7 @@ static int t_timeout(struct tctx *t)
 	struct snap s;
 
 	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
-				      .timeout_ms = 50}));
+				      .timeout_ms = 50 }));
 	TRY(snap(t, -1, &s));
 	mkfrag(&f, a, 0, 1200, 1, 0);
 	TRY(send_drop(t, &f, "A first"));
@@ -2294,7 +2294,7 @@ static int t_cross_cpu(struct tctx *t)
 	if (cpu_b < 0)
 		return 1;	/* skipped */
 	TRY(load(t, &(struct setup){ .buckets = 1, .ways = 8,
-				      .timeout_ms = 50}));
+				      .timeout_ms = 50 }));
 	TRY(snap(t, cpu_a, &sa));
 	TRY(snap(t, cpu_b, &sb));
 	mkfrag(&f, d, 0, 1480, 1, 0);
@@ -2824,7 +2824,7 @@ static const struct rej6 {
 	{ 2400, 1, C_frag_bad_len, { { 1600, 800, 0 } }, { 0, 1001, 1 } },
 	/* 8 + 65544 > 65535 */
 	{ 3000, 1, C_frag_too_long, { { 0, 1200, 1 } }, { 65528, 16, 0 } },
-	{ 3000, 0, C_frag_too_long, { }, { 65528, 16, 0 } },
+	{ 3000, 0, C_frag_too_long, {}, { 65528, 16, 0 } },
 };
 
 static int t6_reject(struct tctx *t)

@@ -21,8 +21,8 @@
 
 static int cmp_ptr(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)*(char *const *)a;
-	uintptr_t y = (uintptr_t)*(char *const *)b;
+	uintptr_t x = (uintptr_t)(*(char *const *)a);
+	uintptr_t y = (uintptr_t)(*(char *const *)b);
 
 	return x < y ? -1 : x > y;
 }
