@@ -19,6 +19,7 @@
 #include "room.h"
 #include "evict.h"
 #include "sweep.h"
+#include "outcome.h"
 
 /*
  * A pass-through record sends its datagram's fragments to the kernel.  Once
@@ -185,22 +186,18 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		st->ip6_reqds++;
 	switch (parsed) {
 	case XFRAG_P_BAD:
-		st->frag_bad_header++;
-		return XDP_DROP;
+		return xfrag_outcome(XFRAG_O_bad_header, st, NULL, pc);
 	case XFRAG_P_ATOMIC:
 		/* RFC 6946: handed on at once, Fragment header and all; the
 		 * kernel processes atomic fragments without queueing. */
-		st->frag_atomic++;
-		return XDP_PASS;
+		return xfrag_outcome(XFRAG_O_atomic, st, NULL, pc);
 	case XFRAG_P_BAD_CHAIN:
 		/* RFC 8200 4.5, RFC 7112: dropped, like the kernel does. */
-		st->frag_bad_chain++;
-		return XDP_DROP;
+		return xfrag_outcome(XFRAG_O_bad_chain, st, NULL, pc);
 	case XFRAG_P_BIG_HDR:
 		/* More unfragmentable headers than xfrag stores: the kernel
 		 * gets this datagram's fragments untouched. */
-		st->frag_passed++;
-		return XDP_PASS;
+		return xfrag_outcome(XFRAG_O_big_hdr, st, NULL, pc);
 	default:
 		break;
 	}
@@ -259,9 +256,8 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		if (!w)
 			return XDP_PASS;
 		if (w->state == XFRAG_WAY_PASS || w->state == XFRAG_WAY_FLUSH) {
-			st->frag_passed++;
 			xfrag_pass_track(w, p);
-			return XDP_PASS;
+			return xfrag_outcome(XFRAG_O_passed, st, NULL, pc);
 		}
 		if (g && (w->flags & XFRAG_F_GUARD) && w->gslot == gslot &&
 		    gcnt - w->gmark > max_dist) {
@@ -283,18 +279,13 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		if (xfrag_too_long(p, hl, p->offset + p->len)) {
 			/* Ping of death (RFC 791: 65535 at most), even as the
 			 * first fragment seen: never handed on. */
-			st->frag_too_long++;
-			st->reasm_fails++;
-			return XDP_DROP;
+			return xfrag_outcome(XFRAG_O_too_long_new, st, NULL,
+					     pc);
 		}
 		if (xfrag_too_big(p, hl, 0, limit) ||
 		    (!tc && !xfrag_xdp_can_hold(ctx, pc, p, hl))) {
 			/* Known before anything was consumed: the kernel gets
 			 * the datagram untouched. */
-			st->pass_dgrams++;
-			if (!tc)
-				st->pass_no_tc++;
-			st->frag_passed++;
 			/* Its record needs a way: without one, the datagram's
 			 * later fragments would be taken and found too big
 			 * (frag_oversize).  A record holds no memory, so it
@@ -317,7 +308,9 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 					xfrag_pass_track(w, p);
 				}
 			}
-			return XDP_PASS;
+			return xfrag_outcome(tc ? XFRAG_O_pass_new :
+						  XFRAG_O_pass_new_no_tc,
+					     st, NULL, pc);
 		}
 		/* A source over its quota is refused before it can evict
 		 * anybody else's datagram. */
@@ -325,18 +318,15 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 			slot = xfrag_srcq_slot(pc, &p->key);
 			q = bpf_map_lookup_elem(&xfrag_srcq, &zero);
 			if (q && q->n[XFRAG_IDX(slot, XFRAG_SRCQ_SLOTS)] >=
-				 cfg.quota) {
-				st->frag_quota++;
-				return XDP_DROP;
-			}
+				 cfg.quota)
+				return xfrag_outcome(XFRAG_O_quota, st, NULL,
+						     pc);
 		}
 		if (freew < 0)
 			freew = xfrag_evict(base, base + xfrag_ways, policy,
 					    warm_ms, XFRAG_SCORE_ANY);
-		if (freew < 0) {
-			st->frag_refused++;
-			return XDP_DROP;
-		}
+		if (freew < 0)
+			return xfrag_outcome(XFRAG_O_refused, st, NULL, pc);
 		idx = base + freew;
 		w = bpf_map_lookup_elem(&xfrag_table, &idx);
 		if (!w)
@@ -364,7 +354,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 
 	hl = (w->flags & XFRAG_F_FIRST_SEEN) ? w->hdr_len : xfrag_hl_guess(p);
 	rule = xfrag_check(w, p, hl, max_frags);
-	if (rule == XFRAG_R_DUP) {
+	if (rule == XFRAG_O_dup) {
 		struct xfrag_loopvar *lv = xfrag_lv();
 
 		/* RFC 8200 4.5: only an *exact* duplicate is dropped and the
@@ -374,9 +364,9 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		 * wrap even with the guard off (README, Rules). */
 		if (lv && !xfrag_same_bytes(ctx, idx, lv->fit.exact_i,
 					    p->poff, p->len))
-			rule = XFRAG_R_DUP_CHANGED;
+			rule = XFRAG_O_dup_changed;
 	}
-	if (rule == XFRAG_R_DUP && !p->more) {
+	if (rule == XFRAG_O_dup && !p->more) {
 		/* A last fragment with a held range: Linux sets the end
 		 * before it finds the duplicate (ip_frag_queue,
 		 * ip6_frag_queue), so data beyond it discards the datagram
@@ -384,40 +374,31 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 		w->flags |= XFRAG_F_LAST_SEEN;
 		w->end = p->offset + p->len;
 	}
-	if (rule == XFRAG_R_TOO_MANY && tc == XFRAG_DELIVER_REPLAY &&
+	if (rule == XFRAG_O_too_many && tc == XFRAG_DELIVER_REPLAY &&
 	    cfg.too_many != XFRAG_TOO_MANY_DROP)
 		return xfrag_flush(ctx, w, idx, p, pc, st, now);
-	if (rule != XFRAG_R_OK)
-		return xfrag_reject(w, rule, pc, st);
+	if (rule != XFRAG_O_OK)
+		return xfrag_outcome(rule, st, w, pc);
 	if (xfrag_too_big(p, hl, w->max_end, limit)) {
 		/* Learned too late: fragments were already consumed. */
-		st->frag_oversize++;
-		xfrag_way_discard(w, pc, st);
-		return XDP_DROP;
+		return xfrag_outcome(XFRAG_O_oversize, st, w, pc);
 	}
 	if (xfrag_make_room(&cfg, st, base, idx, policy, warm_ms, w, p) &&
 	    !w->nfrags) {
 		/* Still above the high watermark: a new datagram is refused,
 		 * and what is left of the budget stays for the datagrams in
 		 * progress (a flood of fresh datagrams must not take it). */
-		st->frag_nomem++;
-		xfrag_way_discard(w, pc, st);
-		return XDP_DROP;
+		return xfrag_outcome(XFRAG_O_nomem, st, w, pc);
 	}
 	if (xfrag_store(ctx, idx, p->poff, p->offset, p->len)) {
 		/* Memory budget spent: the kernel's answer too (it refuses
 		 * every fragment above ipfrag_high_thresh). */
-		st->frag_nomem++;
-		xfrag_way_discard(w, pc, st);
-		return XDP_DROP;
+		return xfrag_outcome(XFRAG_O_nomem, st, w, pc);
 	}
 	if (p->offset == 0) {
-		if (xfrag_keep_hdr(ctx, w, p)) {
+		if (xfrag_keep_hdr(ctx, w, p))
 			/* cannot happen: the header was parsed already */
-			st->frag_bad_header++;
-			xfrag_way_discard(w, pc, st);
-			return XDP_DROP;
-		}
+			return xfrag_outcome(XFRAG_O_hdr_lost, st, w, pc);
 		w->flags |= XFRAG_F_FIRST_SEEN | (p->df ? XFRAG_F_DF : 0);
 	}
 	if (!p->more) {
@@ -443,7 +424,7 @@ static __always_inline int xfrag_fragment(struct xdp_md *ctx,
 
 	if ((w->flags & XFRAG_F_LAST_SEEN) && w->rcvd == w->end)
 		return xfrag_deliver(ctx, w, idx, p, pc, st, tc, now);
-	return XDP_DROP;	/* consumed: held until the datagram completes */
+	return xfrag_outcome(XFRAG_O_held, st, NULL, pc);
 }
 
 #endif /* XFRAG_REASM_H */

@@ -88,19 +88,6 @@ static __always_inline int xfrag_fit(struct xfrag_way *w, __u32 s, __u32 e)
 	return c.lv->fit.exact ? XFRAG_FIT_DUP : XFRAG_FIT_OVERLAP;
 }
 
-/* Outcomes of xfrag_check(), each mapped to one counter by the caller. */
-enum xfrag_rule {
-	XFRAG_R_OK = 0,
-	XFRAG_R_TOO_LONG,
-	XFRAG_R_BAD_END,
-	XFRAG_R_ZERO_LEN,
-	XFRAG_R_DUP,
-	XFRAG_R_OVERLAP,
-	XFRAG_R_TOO_MANY,
-	XFRAG_R_BAD_LEN,
-	XFRAG_R_DUP_CHANGED,
-};
-
 /*
  * L3 header length the rebuilt datagram will have, before its first
  * fragment is seen: IPv6 fragments all carry the unfragmentable part; an
@@ -121,8 +108,10 @@ static __always_inline int xfrag_too_long(const struct xfrag_pkt *p, __u32 hl,
 }
 
 /*
- * Check fragment p against the datagram held in w (nothing is changed).
- * `hl` is the L3 header length the rebuilt datagram will have.
+ * Check fragment p against the datagram held in w (nothing is changed):
+ * XFRAG_O_OK, or the outcome of the first rule it breaks (XFRAG_OUTCOMES,
+ * include/xfrag.h).  `hl` is the L3 header length the rebuilt datagram
+ * will have.
  */
 static __always_inline int xfrag_check(struct xfrag_way *w,
 				       struct xfrag_pkt *p, __u32 hl,
@@ -132,69 +121,32 @@ static __always_inline int xfrag_check(struct xfrag_way *w,
 	int fit;
 
 	if (xfrag_too_long(p, hl, end))
-		return XFRAG_R_TOO_LONG;
+		return XFRAG_O_too_long;
 	/* RFC 8200 4.5: a non-last fragment must be a multiple of 8 long. */
 	if (p->key.family == XFRAG_AF_INET6 && p->more && (p->len & 7))
-		return XFRAG_R_BAD_LEN;
+		return XFRAG_O_bad_len;
 	if (!p->more) {
 		/* A last fragment ending before data already held, or a second
 		 * last fragment with another end: corrupt (ip_frag_queue). */
 		if (end < w->max_end ||
 		    ((w->flags & XFRAG_F_LAST_SEEN) && end != w->end))
-			return XFRAG_R_BAD_END;
+			return XFRAG_O_bad_end;
 	} else if ((w->flags & XFRAG_F_LAST_SEEN) && end > w->end) {
 		/* Data beyond the known end. */
-		return XFRAG_R_BAD_END;
+		return XFRAG_O_bad_end;
 	}
 	/* Zero-length fragments discard the datagram, as in ip_frag_queue. */
 	if (p->len == 0)
-		return XFRAG_R_ZERO_LEN;
+		return XFRAG_O_zero_len;
 	fit = xfrag_fit(w, p->offset, end);
 	if (fit == XFRAG_FIT_DUP)
-		return XFRAG_R_DUP;
+		return XFRAG_O_dup;
 	if (fit == XFRAG_FIT_OVERLAP)
-		return XFRAG_R_OVERLAP;
+		return XFRAG_O_overlap;
 	if (w->nfrags >= max_frags ||
 	    w->ndesc + (p->len + XFRAG_CHUNK - 1) / XFRAG_CHUNK > XFRAG_MAX_DESC)
-		return XFRAG_R_TOO_MANY;
-	return XFRAG_R_OK;
-}
-
-/* The one place where a rule outcome becomes counters and a verdict. */
-static __always_inline int xfrag_reject(struct xfrag_way *w, int rule,
-				       struct xfrag_pcpu *pc,
-				       struct xfrag_stats *st)
-{
-	switch (rule) {
-	case XFRAG_R_DUP:
-		st->frag_dup++;
-		return XDP_DROP;	/* datagram kept */
-	case XFRAG_R_TOO_LONG:
-		st->frag_too_long++;
-		break;
-	case XFRAG_R_BAD_END:
-		st->frag_bad_end++;
-		break;
-	case XFRAG_R_ZERO_LEN:
-		st->frag_zero_len++;
-		break;
-	case XFRAG_R_BAD_LEN:
-		st->frag_bad_len++;
-		break;
-	case XFRAG_R_OVERLAP:
-		st->frag_overlap++;
-		st->reasm_overlaps++;
-		break;
-	case XFRAG_R_DUP_CHANGED:
-		st->frag_dup_changed++;
-		st->reasm_overlaps++;
-		break;
-	default:
-		st->frag_too_many++;
-		break;
-	}
-	xfrag_way_discard(w, pc, st);
-	return XDP_DROP;
+		return XFRAG_O_too_many;
+	return XFRAG_O_OK;
 }
 
 #endif /* XFRAG_RULES_H */

@@ -515,6 +515,79 @@ struct xfrag_stats {
 };
 #undef XFRAG_COUNTER_FIELD
 
+/* ---- Outcomes ---------------------------------------------------------------
+ *
+ * Every way the XDP data path ends a fragment (xfrag_fragment(), the rules
+ * of bpf/rules.h): the counters it moves (XFRAG_CNT_BIT()s, at most
+ * three), the verdict, and whether the datagram held for it is discarded
+ * with it (its held fragments then count in frag_discarded, the datagram
+ * in reasm_fails).  bpf/outcome.h turns an outcome into counters and a
+ * verdict in one place; xfrag(8) lists them.  A new rule is a line here,
+ * its check in bpf/rules.h and its test.  Not here: delivery (deliver_*),
+ * the id-wrap guard ending a stale datagram (the fragment goes on), and
+ * `too-many pass` (xfrag_flush(), a hand-over rather than an end).
+ *
+ *   X(name, counters, verdict, discard, help)
+ */
+#define XFRAG_B(name)	XFRAG_CNT_BIT(name)
+#define XFRAG_OUTCOMES(X)						\
+	X(held, 0, DROP, 0,						\
+	  "consumed: held until its datagram completes")		\
+	X(bad_header, XFRAG_B(frag_bad_header), DROP, 0,		\
+	  "invalid IP header (RFC 791, RFC 8200)")			\
+	X(atomic, XFRAG_B(frag_atomic), PASS, 0,			\
+	  "IPv6 atomic fragment, handed on with its header (RFC 6946)")	\
+	X(bad_chain, XFRAG_B(frag_bad_chain), DROP, 0,			\
+	  "IPv6 first fragment without the whole header chain (RFC 8200 4.5, RFC 7112)") \
+	X(big_hdr, XFRAG_B(frag_passed), PASS, 0,			\
+	  "IPv6 unfragmentable part larger than xfrag stores: the kernel reassembles") \
+	X(passed, XFRAG_B(frag_passed), PASS, 0,			\
+	  "fragment of a datagram left to the kernel (a pass-through record)") \
+	X(pass_new, XFRAG_B(pass_dgrams) | XFRAG_B(frag_passed), PASS, 0, \
+	  "first fragment seen of a datagram too big to rebuild: left to the kernel") \
+	X(pass_new_no_tc, XFRAG_B(pass_dgrams) | XFRAG_B(pass_no_tc) |	\
+	  XFRAG_B(frag_passed), PASS, 0,				\
+	  "the same without a TC half: size unknown or beyond the frame") \
+	X(too_long_new, XFRAG_B(frag_too_long) | XFRAG_B(reasm_fails),	\
+	  DROP, 0,							\
+	  "first fragment seen of a datagram beyond 65535 bytes (RFC 791)") \
+	X(quota, XFRAG_B(frag_quota), DROP, 0,				\
+	  "new datagram of a source over its quota")			\
+	X(refused, XFRAG_B(frag_refused), DROP, 0,			\
+	  "new datagram, no way of its bucket free or evictable")	\
+	X(dup, XFRAG_B(frag_dup), DROP, 0,				\
+	  "exact duplicate: dropped, the datagram kept (RFC 8200 4.5)")	\
+	X(too_long, XFRAG_B(frag_too_long), DROP, 1,			\
+	  "datagram beyond 65535 bytes (RFC 791, RFC 8200)")		\
+	X(bad_end, XFRAG_B(frag_bad_end), DROP, 1,			\
+	  "end of datagram inconsistent with data held")		\
+	X(zero_len, XFRAG_B(frag_zero_len), DROP, 1,			\
+	  "fragment without payload")					\
+	X(bad_len, XFRAG_B(frag_bad_len), DROP, 1,			\
+	  "IPv6 non-last fragment not a multiple of 8 long (RFC 8200 4.5)") \
+	X(overlap, XFRAG_B(frag_overlap) | XFRAG_B(reasm_overlaps),	\
+	  DROP, 1, "overlaps data held (RFC 5722)")			\
+	X(dup_changed, XFRAG_B(frag_dup_changed) | XFRAG_B(reasm_overlaps), \
+	  DROP, 1,							\
+	  "offset and length of a fragment held, other bytes: an overlap (RFC 8200 4.5)") \
+	X(too_many, XFRAG_B(frag_too_many), DROP, 1,			\
+	  "more fragments or pieces than xfrag holds (max-frags, too-many drop)") \
+	X(oversize, XFRAG_B(frag_oversize), DROP, 1,			\
+	  "datagram found too big to rebuild after fragments were held") \
+	X(nomem, XFRAG_B(frag_nomem), DROP, 1,				\
+	  "memory budget spent, or above the high watermark for a new datagram") \
+	X(hdr_lost, XFRAG_B(frag_bad_header), DROP, 1,			\
+	  "the first fragment's header could not be kept (cannot happen)")
+
+enum xfrag_outcome {
+	XFRAG_O_OK = -1,	/* xfrag_check(): no rule broken */
+#define XFRAG_OUTCOME_ENUM(name, counters, verdict, discard, help)	\
+	XFRAG_O_##name,
+	XFRAG_OUTCOMES(XFRAG_OUTCOME_ENUM)
+#undef XFRAG_OUTCOME_ENUM
+	XFRAG_O_COUNT
+};
+
 /* ---- Pinned map names (under /sys/fs/bpf/xfrag/IFACE/) ------------------ */
 #define XFRAG_PIN_ROOT		"/sys/fs/bpf/xfrag"
 

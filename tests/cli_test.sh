@@ -307,8 +307,8 @@ capture_swept
 expect capture-detach 0 in_ns $X detach xfc0
 
 # xfrag(8) is written from the CLI's tables: every command, option, config
-# key, counter and exit code is in it, and groff renders it without a
-# warning.
+# key, counter, fragment outcome and exit code is in it, and groff renders
+# it without a warning.
 man_check() {
 	local page=/tmp/xf-cli.8 miss="" c o k
 	$X --man >"$page" || { ko man-page "xfrag --man failed"; return; }
@@ -324,6 +324,9 @@ man_check() {
 	done
 	for k in $(sed -n 's/^\tX(\([a-z0-9_]*\), [CG],.*/\1/p' "$PWD/include/xfrag.h"); do
 		grep -qF "\fB$k\fR" "$page" || miss="$miss counter:$k"
+	done
+	for k in $(sed -n '/^#define XFRAG_OUTCOMES/,/^$/ s/^\tX(\([a-z0-9_]*\),.*/\1/p' "$PWD/include/xfrag.h"); do
+		grep -qF "\fB$k\fR: XDP_" "$page" || miss="$miss outcome:$k"
 	done
 	for k in 0 1 2 3 4 5; do
 		grep -qx "$k" "$page" || miss="$miss exit:$k"

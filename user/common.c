@@ -21,6 +21,12 @@ const struct xf_counter xf_counters[] = { XFRAG_COUNTERS(XF_COUNTER_ROW) };
 #undef XF_COUNTER_ROW
 const int xf_ncounters = sizeof(xf_counters) / sizeof(xf_counters[0]);
 
+#define XF_OUTCOME_ROW(n, counters, verdict, discard, h) \
+	{ #n, h, #verdict, counters, discard },
+const struct xf_outcome xf_outcomes[] = { XFRAG_OUTCOMES(XF_OUTCOME_ROW) };
+#undef XF_OUTCOME_ROW
+const int xf_noutcomes = sizeof(xf_outcomes) / sizeof(xf_outcomes[0]);
+
 const struct xf_exit xf_exits[] = {
 	{ XF_EXIT_OK, "success" },
 	{ XF_EXIT_FAIL, "failure" },

@@ -198,6 +198,17 @@ struct xf_counter {
 extern const struct xf_counter xf_counters[];
 extern const int xf_ncounters;
 
+/* The data path's outcomes (XFRAG_OUTCOMES): for xfrag(8). */
+struct xf_outcome {
+	const char *name;
+	const char *help;
+	const char *verdict;	/* "DROP", "PASS" */
+	__u64 counters;		/* XFRAG_CNT_BIT()s */
+	bool discard;		/* the datagram held is discarded too */
+};
+extern const struct xf_outcome xf_outcomes[];
+extern const int xf_noutcomes;
+
 /* The exit codes with their meaning (usage, man page). */
 struct xf_exit {
 	int code;

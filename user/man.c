@@ -132,6 +132,30 @@ void xf_man(FILE *f)
 		roff(f, xf_counters[i].help);
 		fprintf(f, "\n");
 	}
+	fprintf(f, ".SH FRAGMENT OUTCOMES\n"
+		"Every way the XDP program ends a fragment, with the counters "
+		"it moves and its verdict. Where the datagram held for the "
+		"fragment is discarded too, its held fragments count in "
+		"\\fBfrag_discarded\\fR and the datagram in "
+		"\\fBreasm_fails\\fR. Fragments that complete a datagram "
+		"count in the deliver_* counters instead.\n");
+	for (int i = 0; i < xf_noutcomes; i++) {
+		const struct xf_outcome *o = &xf_outcomes[i];
+		int n = 0;
+
+		fprintf(f, ".TP\n\\fB%s\\fR: XDP_%s", o->name, o->verdict);
+		for (int c = 0; c < xf_ncounters; c++) {
+			if (!(o->counters &
+			      (1ULL << (xf_counters[c].off / 8))))
+				continue;
+			fprintf(f, "%s\\fB%s\\fR", n++ ? ", " : "; ",
+				xf_counters[c].name);
+		}
+		fprintf(f, "%s\n", o->discard ? "; the datagram discarded" :
+						  "");
+		roff(f, o->help);
+		fprintf(f, "\n");
+	}
 	fprintf(f, ".SH EXIT STATUS\n");
 	for (int i = 0; i < xf_nexits; i++) {
 		fprintf(f, ".TP\n%d\n", xf_exits[i].code);
