@@ -28,8 +28,8 @@ static struct xf_opt attach_opts[] = {
 	    "2M", XFRAG_MIN_MEM, XFRAG_MAX_MEM),
 	FLAG("no-tc", "attach XDP only: it takes only datagrams it can rebuild in the frame"),
 	/* The run-time tunables, as options (xfrag config changes them). */
-#define TUNE_NUM(k, mv, h, d, lo, hi, field) NUM(k, mv, h, d, lo, hi),
-#define TUNE_ENUM(k, mv, h, d) STROPT(k, mv, h, d),
+#define TUNE_NUM(k, mv, h, d, lo, hi, field, col, w) NUM(k, mv, h, d, lo, hi),
+#define TUNE_ENUM(k, mv, h, d, field, col, w) STROPT(k, mv, h, d),
 	XF_TUNABLES(TUNE_NUM, TUNE_ENUM)
 #undef TUNE_NUM
 #undef TUNE_ENUM

@@ -24,42 +24,56 @@ enum {
 
 /*
  * The run-time tunables, each once: `xfrag attach` options, `xfrag config`
- * keys (the same names), their ranges, defaults and help, the man page.
- *   N(key, metavar, help, default text, min, max, struct xfrag_config field)
- *   E(key, metavar, help, default text): a named value (xf_config_set)
+ * keys (the same names), their ranges, defaults and help, the man page,
+ * and their columns in `xfrag status`.
+ *   N(key, metavar, help, default text, min, max, struct xfrag_config
+ *     field, status column, its width)
+ *   E(key, metavar, help, default text, field, column, width): a named
+ *     value (xf_config_set)
  */
 #define XF_TUNABLES(N, E)						\
 	N("timeout", "MS", "datagram time-out from its first fragment",	\
 	  XF_STR(XFRAG_DEF_TIMEOUT_MS), XFRAG_MIN_TIMEOUT_MS,		\
-	  XFRAG_MAX_TIMEOUT_MS, timeout_ms)				\
+	  XFRAG_MAX_TIMEOUT_MS, timeout_ms, "timeout_ms", 10)		\
 	N("max-frags", "N", "fragments per datagram",			\
-	  XF_STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC, max_frags)	\
+	  XF_STR(XFRAG_DEF_MAX_FRAGS), 1, XFRAG_MAX_DESC, max_frags,	\
+	  "frags", 6)							\
 	E("too-many", "pass|drop",					\
 	  "a datagram beyond max-frags: to the kernel (held fragments "	\
-	  "replayed; native mode with TC) or discarded", "pass")	\
+	  "replayed; native mode with TC) or discarded", "pass",	\
+	  too_many, "too_many", -8)					\
 	E("evict", "refuse|lru|progress",				\
 	  "overload policy: a new datagram in a full bucket, memory "	\
-	  "above mem-high", "progress")					\
+	  "above mem-high", "progress", evict, "evict", -8)		\
 	N("warm", "MS", "progress: spare datagrams that progressed this "	\
-	  "recently", XF_STR(XFRAG_DEF_WARM_MS), 0, 60000, warm_ms)	\
+	  "recently", XF_STR(XFRAG_DEF_WARM_MS), 0, 60000, warm_ms,	\
+	  "warm", 5)							\
 	N("mem-high", "BYTES", "evict above this per CPU (k/M/G)",	\
-	  XFRAG_DEF_MEM_HIGH_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_high)	\
+	  XFRAG_DEF_MEM_HIGH_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_high,	\
+	  "mem_high", 10)						\
 	N("mem-low", "BYTES", "evict down to this per CPU (k/M/G)",	\
-	  XFRAG_DEF_MEM_LOW_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_low)	\
+	  XFRAG_DEF_MEM_LOW_TEXT, XFRAG_CHUNK, XFRAG_MAX_MEM, mem_low,	\
+	  "mem_low", 10)						\
 	N("quota", "N", "in-flight datagrams per source (IPv6: /64) per "	\
-	  "CPU (0: off)", "0", 0, 65535, quota)				\
+	  "CPU (0: off)", "0", 0, 65535, quota, "quota", 5)		\
 	N("max-dist", "N", "id-wrap guard: IPv4 fragments of one flow "	\
 	  "after which an incomplete datagram is stale (0: off)",	\
-	  XF_STR(XFRAG_DEF_MAX_DIST), 0, XFRAG_MAX_MAX_DIST, max_dist)
+	  XF_STR(XFRAG_DEF_MAX_DIST), 0, XFRAG_MAX_MAX_DIST, max_dist,	\
+	  "max_dist", 8)
 
 /* One run-time tunable, from XF_TUNABLES (user/config.c). */
 struct xf_tunable {
 	const char *key, *metavar, *help, *def;
 	uint64_t min, max;	/* max 0: a named value */
-	size_t off;		/* its field in struct xfrag_config */
+	size_t off;		/* its __u32 field in struct xfrag_config */
+	const char *col;	/* its column in `xfrag status` */
+	int width;		/* the column's width; < 0: left-aligned */
 };
 extern const struct xf_tunable xf_tunables[];
 extern const int xf_ntunables;
+/* A tunable's value in effect (its default where cfg holds 0). */
+void xf_tunable_show(const struct xf_tunable *t,
+		     const struct xfrag_config *cfg, char *buf, size_t len);
 
 /* One option of a command; the table drives parsing and --help. */
 struct xf_opt {

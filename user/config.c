@@ -34,17 +34,45 @@ const char *xf_evict_name(__u32 evict)
 	return evict < 4 && evict_names[evict] ? evict_names[evict] : "?";
 }
 
-#define TUNE_NUM(k, mv, h, d, lo, hi, field)				\
+#define TUNE_NUM(k, mv, h, d, lo, hi, field, c, w)			\
 	{ .key = k, .metavar = mv, .help = h, .def = d, .min = lo,	\
-	  .max = hi, .off = offsetof(struct xfrag_config, field) },
-#define TUNE_ENUM(k, mv, h, d)						\
-	{ .key = k, .metavar = mv, .help = h, .def = d },
+	  .max = hi, .off = offsetof(struct xfrag_config, field),	\
+	  .col = c, .width = w },
+#define TUNE_ENUM(k, mv, h, d, field, c, w)				\
+	{ .key = k, .metavar = mv, .help = h, .def = d,		\
+	  .off = offsetof(struct xfrag_config, field), .col = c,	\
+	  .width = w },
 const struct xf_tunable xf_tunables[] = {
 	XF_TUNABLES(TUNE_NUM, TUNE_ENUM)
 };
 #undef TUNE_NUM
 #undef TUNE_ENUM
 const int xf_ntunables = sizeof(xf_tunables) / sizeof(xf_tunables[0]);
+
+void xf_tunable_show(const struct xf_tunable *t,
+		     const struct xfrag_config *cfg, char *buf, size_t len)
+{
+	__u32 v = *(const __u32 *)((const char *)cfg + t->off);
+	unsigned long long mem = cfg->mem_per_cpu ? cfg->mem_per_cpu :
+						    XFRAG_DEF_MEM;
+
+	mem -= mem % XFRAG_CHUNK;
+	if (t->off == offsetof(struct xfrag_config, evict))
+		snprintf(buf, len, "%s", xf_evict_name(v));
+	else if (t->off == offsetof(struct xfrag_config, too_many))
+		snprintf(buf, len, "%s", xf_too_many_name(v));
+	else if (t->off == offsetof(struct xfrag_config, max_dist) &&
+		 v == XFRAG_MAX_DIST_OFF)
+		snprintf(buf, len, "off");
+	else if (v)
+		snprintf(buf, len, "%u", v);
+	else if (t->off == offsetof(struct xfrag_config, mem_high))
+		snprintf(buf, len, "%llu", XFRAG_DEF_MEM_HIGH(mem));
+	else if (t->off == offsetof(struct xfrag_config, mem_low))
+		snprintf(buf, len, "%llu", XFRAG_DEF_MEM_LOW(mem));
+	else
+		snprintf(buf, len, "%s", t->def);	/* a plain number */
+}
 
 void xf_config_keys(FILE *f)
 {

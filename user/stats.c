@@ -431,10 +431,11 @@ int xf_progs_after(int ifindex, char *names, size_t len)
 
 void xf_status_header(FILE *f)
 {
-	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s %10s %6s %-8s %-8s %5s %10s %10s %5s %8s %-8s %s\n",
-		"interface", "ifindex", "xdp", "tc", "room", "buckets", "ways",
-		"mem/cpu", "timeout_ms", "frags", "too_many", "evict", "warm", "mem_high",
-		"mem_low", "quota", "max_dist", "steer", "cpus");
+	fprintf(f, "%-12s %-7s %-8s %-4s %-4s %8s %5s %10s", "interface",
+		"ifindex", "xdp", "tc", "room", "buckets", "ways", "mem/cpu");
+	for (int i = 0; i < xf_ntunables; i++)
+		fprintf(f, " %*s", xf_tunables[i].width, xf_tunables[i].col);
+	fprintf(f, " %-8s %s\n", "steer", "cpus");
 }
 
 /* One line of `xfrag status`: cfg as read from the map (0: defaults). */
@@ -442,32 +443,20 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 		   const struct xfrag_config *cfg, const char *tc,
 		   const char *room)
 {
-	__u32 mem = cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM;
+	char v[32];
 
-	mem -= mem % XFRAG_CHUNK;
-	char dist[16];
-
-	if (cfg->max_dist == XFRAG_MAX_DIST_OFF)
-		snprintf(dist, sizeof(dist), "off");
-	else
-		snprintf(dist, sizeof(dist), "%u",
-			 cfg->max_dist ? cfg->max_dist : XFRAG_DEF_MAX_DIST);
-	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u %10u %6u %-8s %-8s %5u %10llu %10llu %5u %8s %-8s %u\n",
-		ifname, ifindex,
+	fprintf(f, "%-12s %-7u %-8s %-4s %-4s %8u %5u %10u", ifname, ifindex,
 		cfg->buckets ? mode_name(cfg->xdp_mode) : "loader", tc, room,
 		cfg->buckets ? cfg->buckets : XFRAG_DEF_BUCKETS,
 		cfg->ways ? cfg->ways : XFRAG_DEF_WAYS,
-		cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM,
-		cfg->timeout_ms ? cfg->timeout_ms : XFRAG_DEF_TIMEOUT_MS,
-		cfg->max_frags ? cfg->max_frags : XFRAG_DEF_MAX_FRAGS,
-		xf_too_many_name(cfg->too_many),
-		xf_evict_name(cfg->evict),
-		cfg->warm_ms ? cfg->warm_ms : XFRAG_DEF_WARM_MS,
-		cfg->mem_high ? (unsigned long long)cfg->mem_high :
-				XFRAG_DEF_MEM_HIGH((unsigned long long)mem),
-		cfg->mem_low ? (unsigned long long)cfg->mem_low :
-			       XFRAG_DEF_MEM_LOW((unsigned long long)mem),
-		cfg->quota, dist, xf_steer_name(cfg->steer), cfg->steer_ncpus);
+		cfg->mem_per_cpu ? cfg->mem_per_cpu : XFRAG_DEF_MEM);
+	/* The run-time tunables: their columns come from XF_TUNABLES. */
+	for (int i = 0; i < xf_ntunables; i++) {
+		xf_tunable_show(&xf_tunables[i], cfg, v, sizeof(v));
+		fprintf(f, " %*s", xf_tunables[i].width, v);
+	}
+	fprintf(f, " %-8s %u\n", xf_steer_name(cfg->steer),
+		cfg->steer_ncpus);
 }
 
 int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
