@@ -59,7 +59,7 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
-$(OUT)/test_prog: tests/test_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+$(OUT)/test_prog: tests/test_prog.c tests/counters.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -72,7 +72,7 @@ $(OUT)/xfrag.8: $(OUT)/xfrag
 	@echo "  MAN     $@"
 	$(Q)$< --man > $@
 
-$(OUT)/fuzz_prog: tests/fuzz_prog.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+$(OUT)/fuzz_prog: tests/fuzz_prog.c tests/counters.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 

@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 
 #include "xfrag.h"
+#include "counters.h"
 #include "xfrag.skel.h"
 #include "probe.h"
 
@@ -38,21 +39,7 @@
 
 /* ---- Counters ------------------------------------------------------------ */
 
-enum {
-#define X(name, kind, help) C_##name,
-	XFRAG_COUNTERS(X)
-#undef X
-	C_NUM
-};
-
-static const char *const cname[C_NUM] = {
-#define X(name, kind, help) #name,
-	XFRAG_COUNTERS(X)
-#undef X
-};
-
-_Static_assert(sizeof(struct xfrag_stats) == C_NUM * sizeof(__u64),
-	       "xfrag_stats is not a flat array of __u64");
+/* C_name, cname[], ckind[], xf_counter_invariants(): tests/counters.h */
 
 struct snap {
 	__u64 v[C_NUM];
@@ -268,25 +255,12 @@ static int snap(struct tctx *t, int cpu, struct snap *s)
 static int check_invariants(struct tctx *t)
 {
 	struct snap s;
-	__u64 frag = 0, oks;
+	const char *err;
+	char msg[256];
 
 	TRY(snap(t, -1, &s));
-	oks = s.v[C_handoff_lost] + s.v[C_handoff_pending];
-
-	for (int i = 0; i < C_NUM; i++) {
-		if (!strncmp(cname[i], "frag_", 5))
-			frag += s.v[i];
-		if (!strncmp(cname[i], "deliver_", 8))
-			oks += s.v[i];
-	}
-	frag += s.v[C_frags_in_flight];
-	REQUIRE(s.v[C_reasm_reqds] == frag,
-		"invariant: reasm_reqds %llu != frag_* + frags_in_flight %llu",
-		(unsigned long long)s.v[C_reasm_reqds],
-		(unsigned long long)frag);
-	REQUIRE(s.v[C_reasm_oks] == oks,
-		"invariant: reasm_oks %llu != deliver_* + handoff_* %llu",
-		(unsigned long long)s.v[C_reasm_oks], (unsigned long long)oks);
+	err = xf_counter_invariants(s.v, msg, sizeof(msg));
+	REQUIRE(!err, "%s", err);
 	return 0;
 }
 
