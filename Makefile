@@ -59,7 +59,7 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
-$(OUT)/test_prog: tests/test_prog.c tests/counters.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+$(OUT)/test_prog: tests/test_prog.c tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -72,11 +72,11 @@ $(OUT)/xfrag.8: $(OUT)/xfrag
 	@echo "  MAN     $@"
 	$(Q)$< --man > $@
 
-$(OUT)/fuzz_prog: tests/fuzz_prog.c tests/counters.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+$(OUT)/fuzz_prog: tests/fuzz_prog.c tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-$(OUT)/fragsend: tests/fragsend.c
+$(OUT)/fragsend: tests/fragsend.c tests/frame.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
@@ -84,7 +84,7 @@ $(OUT)/udpcheck: tests/udpcheck.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
-$(OUT)/diffgen: tests/diffgen.c tests/diffcommon.h include/xfrag.h | $(OUT)
+$(OUT)/diffgen: tests/diffgen.c tests/diffcommon.h tests/frame.h include/xfrag.h | $(OUT)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
@@ -141,7 +141,7 @@ $(OUT)/micro: bench/micro.c include/xfrag.h $(OUT)/xfrag.skel.h $(OUT)/floors.sk
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-$(OUT)/gen: bench/gen.c | $(OUT)
+$(OUT)/gen: bench/gen.c tests/frame.h | $(OUT)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ -lm
 

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "../tests/frame.h"
 
 #define BATCH	64
 #define MAGIC	0x58464247u	/* "XFBG" */
@@ -150,34 +151,9 @@ static void sleep_s(double s)
 		nanosleep(&ts, NULL);
 }
 
-/* Ones' complement sum of big-endian 16-bit words (odd tail padded). */
-static uint64_t sum16(const void *p, size_t n, uint64_t s)
-{
-	const uint8_t *b = p;
-
-	for (; n > 1; n -= 2, b += 2)
-		s += (uint32_t)b[0] << 8 | b[1];
-	return n ? s + ((uint32_t)b[0] << 8) : s;
-}
-
-static uint16_t fold(uint64_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, (uint16_t)v);
-}
-
 static uint16_t udp_csum(uint64_t s)
 {
-	uint16_t c = (uint16_t)~fold(s);
+	uint16_t c = (uint16_t)~fold16(s);
 
 	return c ? c : 0xffff;
 }
@@ -185,7 +161,7 @@ static uint16_t udp_csum(uint64_t s)
 static void ip4_csum(uint8_t *ip)
 {
 	put16(ip + 10, 0);
-	put16(ip + 10, (uint16_t)~fold(sum16(ip, 20, 0)));
+	put16(ip + 10, (uint16_t)~fold16(sum16(ip, 20, 0)));
 }
 
 /* Build one frame carrying l4[off, off + len); returns the frame length. */

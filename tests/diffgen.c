@@ -63,6 +63,7 @@
 
 #include "xfrag.h"
 #include "diffcommon.h"
+#include "frame.h"
 
 #define MTU		9000	/* of every veth in the test */
 #define MAX_DG		64	/* datagrams in a batch */
@@ -158,22 +159,6 @@ static int chance(uint32_t permille)
 }
 
 /* ---- Generator ------------------------------------------------------------- */
-
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
 
 static void addr_of(const struct dg *d, uint8_t *s, uint8_t *t)
 {

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "frame.h"
 
 #define FS_MAGIC	0x58465247U
 /* Largest fragmentable part, including bytes past the datagram's end. */
@@ -251,24 +252,6 @@ static uint64_t rng_next(void)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
-}
-
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
 }
 
 static size_t ext_len(void)

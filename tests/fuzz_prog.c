@@ -79,6 +79,7 @@
 
 #include "xfrag.h"
 #include "counters.h"
+#include "frame.h"
 #include "xfrag.skel.h"
 #include "probe.h"
 
@@ -149,36 +150,6 @@ static void rnd_fill(__u8 *p, __u32 n)
 }
 
 /* ---- Bytes --------------------------------------------------------------- */
-
-static void put16(__u8 *p, __u16 v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static __u16 get16(const __u8 *p)
-{
-	return (__u16)(p[0] << 8 | p[1]);
-}
-
-static void put32(__u8 *p, __u32 v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v & 0xffff);
-}
-
-static __u16 csum(const __u8 *p, size_t n)
-{
-	__u64 sum = 0;
-
-	for (; n > 1; p += 2, n -= 2)
-		sum += (__u32)(p[0] << 8 | p[1]);
-	if (n)
-		sum += (__u32)p[0] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
 
 static void ip_csum(__u8 *ip, __u32 hl)
 {

@@ -28,6 +28,7 @@
 
 #include "xfrag.h"
 #include "counters.h"
+#include "frame.h"
 #include "xfrag.skel.h"
 #include "probe.h"
 
@@ -313,34 +314,12 @@ struct frame {
 	__u32 len;
 };
 
-static void put16(__u8 *p, __u16 v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static __u64 sum16(const __u8 *p, size_t n, __u64 sum)
-{
-	for (; n > 1; p += 2, n -= 2)
-		sum += (__u32)(p[0] << 8 | p[1]);
-	if (n)
-		sum += (__u32)p[0] << 8;
-	return sum;
-}
-
-static __u16 fold(__u64 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
 static void ip_csum(__u8 *ip)
 {
 	__u32 hl = (ip[0] & 0xf) * 4;
 
 	ip[10] = ip[11] = 0;
-	put16(ip + 10, fold(sum16(ip, hl, 0)));
+	put16(ip + 10, csum_fold(sum16(ip, hl, 0)));
 }
 
 static __u32 xorshift(__u32 *s)
@@ -395,7 +374,7 @@ static void build(struct dgram *d, const struct dopt *o)
 	for (__u32 i = 8; i < o->udp_len; i++)
 		udp[i] = xorshift(&s) >> 24;
 	sum = sum16(ip + 12, 8, IPPROTO_UDP + o->udp_len);
-	sum = fold(sum16(udp, o->udp_len, sum));
+	sum = csum_fold(sum16(udp, o->udp_len, sum));
 	put16(udp + 6, sum ? (__u16)sum : 0xffff);
 	if (o->udp_field)
 		put16(udp + 4, o->udp_field);
@@ -2641,7 +2620,7 @@ static void build6(struct d6 *d, __u32 id, __u32 udp_len, int next, int nvlan,
 	for (__u32 i = 8; i < udp_len; i++)
 		udp[i] = xorshift(&s) >> 24;
 	sum = sum16(ip + 8, 32, IPPROTO_UDP + udp_len);
-	sum = fold(sum16(udp, udp_len, sum));
+	sum = csum_fold(sum16(udp, udp_len, sum));
 	put16(udp + 6, sum ? (__u16)sum : 0xffff);
 }
 
