@@ -336,16 +336,15 @@ static int dev_driver_mtu(const char *ifname, char *drv, size_t len, int *mtu)
  * The owner CPUs of `--cpus`, else the online ones, into cpus: their
  * number, or -XF_EXIT_* with the reason said (cmd names the command).
  */
-static int owner_cpus(struct xf_opt *opts, const char *cmd, __u32 *cpus)
+static int owner_cpus(const struct xf_val *o, const char *cmd, __u32 *cpus)
 {
-	struct xf_opt *o = xf_opt(opts, "cpus");
 	int n;
 
 	if (o->set) {
-		n = xf_parse_cpus(o->val, cpus, XFRAG_MAX_CPUS);
+		n = xf_parse_cpus(o->str, cpus, XFRAG_MAX_CPUS);
 		if (n < 0 || (int)cpus[n - 1] >= libbpf_num_possible_cpus()) {
 			fprintf(stderr, "xfrag %s: --cpus: not a list of this "
-				"machine's CPUs: %s\n", cmd, o->val);
+				"machine's CPUs: %s\n", cmd, o->str);
 			return -XF_EXIT_USAGE;
 		}
 		return n;
@@ -408,10 +407,11 @@ int xf_instance_state(const char *ifname)
 	return st;
 }
 
-int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_attach(int argc, char **argv, union xf_args *args)
 {
+	struct xf_attach_args *a = &args->attach;
 	const char *ifname = argv[0];
-	struct xf_opt *mode_o = xf_opt(opts, "mode");
+	const struct xf_val *mode_o = &a->mode;
 	enum xdp_attach_mode mode = XDP_MODE_NATIVE;
 	__u32 buckets = XFRAG_DEF_BUCKETS, ways = XFRAG_DEF_WAYS;
 	__u64 mem = XFRAG_DEF_MEM;
@@ -420,9 +420,9 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	struct xfrag_bpf *skel = NULL;
 	char dir[192], path[256];
 	int ifindex, err, ret = XF_EXIT_BPF, cfd;
-	bool tc = !xf_opt(opts, "no-tc")->set;
+	bool tc = !a->no_tc.set;
 	__u32 zero = 0, nchunks, steer = XFRAG_STEER_CPUMAP;
-	struct xf_opt *steer_o = xf_opt(opts, "steer");
+	const struct xf_val *steer_o = &a->steer;
 	static __u32 cpus[XFRAG_MAX_CPUS];
 	const char *variant = NULL, *why = NULL;
 	char cpulist[256];
@@ -430,13 +430,13 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	__u64 secret[2];
 	(void)argc;
 
-	if (xf_opt(opts, "config")->set &&
-	    xf_conf_load(xf_opt(opts, "config")->val, opts, "config"))
+	if (a->config.set &&
+	    xf_conf_load(a->config.str, xf_attach_opts, a, "config"))
 		return XF_EXIT_USAGE;
 	if (mode_o->set) {
-		if (!strcmp(mode_o->val, "native"))
+		if (!strcmp(mode_o->str, "native"))
 			mode = XDP_MODE_NATIVE;
-		else if (!strcmp(mode_o->val, "skb"))
+		else if (!strcmp(mode_o->str, "skb"))
 			mode = XDP_MODE_SKB;
 		else {
 			fprintf(stderr, "xfrag attach: --mode must be native or skb\n");
@@ -446,13 +446,13 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	if (mode == XDP_MODE_SKB)
 		steer = XFRAG_STEER_RPS;
 	if (steer_o->set) {
-		if (!strcmp(steer_o->val, "cpumap"))
+		if (!strcmp(steer_o->str, "cpumap"))
 			steer = XFRAG_STEER_CPUMAP;
-		else if (!strcmp(steer_o->val, "rps"))
+		else if (!strcmp(steer_o->str, "rps"))
 			steer = XFRAG_STEER_RPS;
-		else if (!strcmp(steer_o->val, "off"))
+		else if (!strcmp(steer_o->str, "off"))
 			steer = XFRAG_STEER_OFF;
-		else if (strcmp(steer_o->val, "auto")) {
+		else if (strcmp(steer_o->str, "auto")) {
 			fprintf(stderr, "xfrag attach: --steer must be auto, "
 				"cpumap, rps or off\n");
 			return XF_EXIT_USAGE;
@@ -466,18 +466,18 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 			"(6.12, 6.18); use --steer rps\n");
 		return XF_EXIT_USAGE;
 	}
-	ncpus = owner_cpus(opts, "attach", cpus);
+	ncpus = owner_cpus(&a->cpus, "attach", cpus);
 	if (ncpus < 0)
 		return -ncpus;
 	xf_cpus_str(cpus, ncpus, cpulist, sizeof(cpulist));
-	if (xf_opt(opts, "buckets")->set)
-		buckets = xf_opt(opts, "buckets")->num;
-	if (xf_opt(opts, "ways")->set)
-		ways = xf_opt(opts, "ways")->num;
-	if (xf_opt(opts, "mem-per-cpu")->set)
-		mem = xf_opt(opts, "mem-per-cpu")->num;
+	if (a->buckets.set)
+		buckets = a->buckets.num;
+	if (a->ways.set)
+		ways = a->ways.num;
+	if (a->mem_per_cpu.set)
+		mem = a->mem_per_cpu.num;
 	nchunks = mem / XFRAG_CHUNK;
-	if (!xf_opt(opts, "buckets")->set) {
+	if (!a->buckets.set) {
 		/* Eviction looks only in the visited bucket: with the memory
 		 * full, each should hold a few datagrams (include/xfrag.h). */
 		buckets = 16;
@@ -499,10 +499,10 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 	cfg.max_frags = XFRAG_DEF_MAX_FRAGS;
 	cfg.evict = XFRAG_DEF_EVICT;
 	/* The run-time tunables given as options, as xfrag config sets them. */
-	for (int i = 0; i < xf_ntunables; i++) {
-		struct xf_opt *o = xf_opt(opts, xf_tunables[i].key);
+	for (int i = 0; i < XF_NTUNABLES; i++) {
+		const struct xf_val *v = &a->tune[i];
 
-		if (o->set && xf_config_set(&cfg, o->name, o->val))
+		if (v->set && xf_config_set(&cfg, xf_tunables[i].key, v->str))
 			return XF_EXIT_USAGE;
 	}
 	if (cfg.mem_low && cfg.mem_high && cfg.mem_low > cfg.mem_high) {
@@ -638,7 +638,7 @@ int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts)
 		 * it nor its datagram: a filter there would be bypassed.
 		 * Unless asked for by name, steering is off then. */
 		char after[256];
-		bool asked = steer_o->set && !strcmp(steer_o->val, "cpumap");
+		bool asked = steer_o->set && !strcmp(steer_o->str, "cpumap");
 
 		if (xf_progs_after(ifindex, after, sizeof(after)) > 0) {
 			if (asked) {
@@ -769,13 +769,13 @@ static int xdp_detach(int ifindex)
 	return err;
 }
 
-int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_detach(int argc, char **argv, union xf_args *args)
 {
 	const char *ifname = argv[0];
 	char dir[192];
 	int ifindex, e1, e2;
 	(void)argc;
-	(void)opts;
+	(void)args;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "xfrag detach: needs root\n");
@@ -889,10 +889,11 @@ static int prog_map_by_name(int prog_fd, const char *name, __u32 *max_entries)
  * object as built, a fresh owner-hash key, then the STEER flag.  In skb
  * mode RPS instead, as `xfrag attach` does.  --off undoes it.
  */
-int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_steer(int argc, char **argv, union xf_args *args)
 {
+	const struct xf_steer_args *a = &args->steer;
 	const char *ifname = argv[0], *variant = NULL, *why = NULL;
-	bool off = xf_opt(opts, "off")->set;
+	bool off = a->off.set;
 	static __u32 cpus[XFRAG_MAX_CPUS];
 	struct xdp_multiprog *mp = NULL;
 	enum xdp_attach_mode mode = XDP_MODE_NATIVE;
@@ -953,7 +954,7 @@ int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts)
 		ret = XF_EXIT_OK;
 		goto out;
 	}
-	ncpus = owner_cpus(opts, "steer", cpus);
+	ncpus = owner_cpus(&a->cpus, "steer", cpus);
 	if (ncpus < 0) {
 		ret = -ncpus;
 		goto out;
@@ -979,7 +980,7 @@ int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts)
 		int n = 0;
 
 		if (xf_progs_after(ifindex, after, sizeof(after)) > 0 &&
-		    !xf_opt(opts, "force")->set) {
+		    !a->force.set) {
 			fprintf(stderr, "xfrag steer: XDP programs run after "
 				"xfrag in the dispatcher on %s (%s): fragments "
 				"steered through the cpumap would skip them; "

@@ -308,12 +308,12 @@ out:
 	return err;
 }
 
-int xf_cmd_capture(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_capture(int argc, char **argv, union xf_args *args)
 {
+	const struct xf_capture_args *a = &args->capture;
 	const char *ifname = argv[0];
-	struct xf_opt *w = xf_opt(opts, "write"), *re = xf_opt(opts, "reason");
-	struct xf_opt *cnt = xf_opt(opts, "count"), *sn = xf_opt(opts, "snaplen");
-	struct xf_opt *ra = xf_opt(opts, "rate"), *sa = xf_opt(opts, "sample");
+	const struct xf_val *w = &a->write, *re = &a->reason, *cnt = &a->count;
+	const struct xf_val *sn = &a->snaplen, *ra = &a->rate, *sa = &a->sample;
 	__u32 snap = sn->set ? sn->num : XFRAG_CAP_SNAP;
 	__u32 flags = XFRAG_CFG_CAPTURE;
 	struct xfrag_stats s0, s1;
@@ -324,10 +324,10 @@ int xf_cmd_capture(int argc, char **argv, struct xf_opt *opts)
 	int fd, err, ret = XF_EXIT_FAIL;
 	(void)argc;
 
-	if (xf_opt(opts, "deliver")->set)
+	if (a->deliver.set)
 		flags |= XFRAG_CFG_CAP_DELIVER;
 	if (re->set) {
-		char *list = strdup(re->val), *save = NULL;
+		char *list = strdup(re->str), *save = NULL;
 
 		if (!list)
 			return XF_EXIT_FAIL;
@@ -364,12 +364,12 @@ int xf_cmd_capture(int argc, char **argv, struct xf_opt *opts)
 			"again)\n", ifname, XFRAG_PIN_ROOT, ifname);
 		return XF_EXIT_IFACE;
 	}
-	if (!w->set || !strcmp(w->val, "-")) {
+	if (!w->set || !strcmp(w->str, "-")) {
 		c.out = stdout;
 	} else {
-		c.out = fopen(w->val, "wb");
+		c.out = fopen(w->str, "wb");
 		if (!c.out) {
-			fprintf(stderr, "xfrag capture: %s: %s\n", w->val,
+			fprintf(stderr, "xfrag capture: %s: %s\n", w->str,
 				strerror(errno));
 			close(fd);
 			return XF_EXIT_FAIL;

@@ -37,7 +37,7 @@ const struct xf_exit xf_exits[] = {
 };
 const int xf_nexits = sizeof(xf_exits) / sizeof(xf_exits[0]);
 
-struct xf_opt *xf_opt(struct xf_opt *opts, const char *name)
+const struct xf_opt *xf_opt(const struct xf_opt *opts, const char *name)
 {
 	for (; opts->name; opts++)
 		if (!strcmp(opts->name, name))
@@ -106,14 +106,17 @@ int xf_parse_num(const char *s, uint64_t *out)
 	return 0;
 }
 
-int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
+int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg,
+	     union xf_args *args)
 {
 	struct option lo[32];
 	char shorts[64] = "hv";
 	size_t so = 2;
-	struct xf_opt *o;
+	const struct xf_opt *o;
+	struct xf_val *v;
 	int n = 0, c, nargs;
 
+	memset(args, 0, sizeof(*args));
 	for (o = cmd->opts; o && o->name && n < 29; o++, n++)
 		lo[n] = (struct option){ o->name, o->metavar ? 1 : 0, NULL,
 					 256 + n };
@@ -142,7 +145,8 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 		}
 		if (c < 256) {
 			o = NULL;
-			for (struct xf_opt *p = cmd->opts; p && p->name; p++)
+			for (const struct xf_opt *p = cmd->opts; p && p->name;
+			     p++)
 				if (c != '?' && c != ':' && p->shortopt == c)
 					o = p;
 			if (!o) {
@@ -153,11 +157,12 @@ int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg)
 		} else {
 			o = &cmd->opts[c - 256];
 		}
-		o->set = true;
-		o->val = optarg;
+		v = xf_val(o, args);
+		v->set = true;
+		v->str = optarg;
 		if (o->max) {
-			if (xf_parse_num(optarg, &o->num) || o->num < o->min ||
-			    o->num > o->max) {
+			if (xf_parse_num(optarg, &v->num) || v->num < o->min ||
+			    v->num > o->max) {
 				fprintf(stderr,
 					"xfrag %s: --%s %s: expected a number in [%llu..%llu]\n",
 					cmd->name, o->name, optarg,

@@ -75,6 +75,49 @@ extern const int xf_ntunables;
 void xf_tunable_show(const struct xf_tunable *t,
 		     const struct xfrag_config *cfg, char *buf, size_t len);
 
+/* A parsed option: given or not, its text, and its number (a numeric one). */
+struct xf_val {
+	bool set;
+	const char *str;	/* NULL for a flag */
+	uint64_t num;
+};
+
+/* The tunables by index into xf_tunables[] (XF_T_<config field>). */
+#define XF_T_IDX_N(k, mv, h, d, lo, hi, field, col, w) XF_T_##field,
+#define XF_T_IDX_E(k, mv, h, d, field, col, w) XF_T_##field,
+enum { XF_TUNABLES(XF_T_IDX_N, XF_T_IDX_E) XF_NTUNABLES };
+#undef XF_T_IDX_N
+#undef XF_T_IDX_E
+
+/*
+ * What each command's options parse into (user/cmds.c ties every option
+ * to its field): the commands read fields, never the tables.
+ */
+struct xf_attach_args {
+	struct xf_val config, mode, buckets, ways, mem_per_cpu, no_tc;
+	struct xf_val tune[XF_NTUNABLES];	/* as xf_tunables[] */
+	struct xf_val steer, cpus;
+};
+struct xf_steer_args {
+	struct xf_val cpus, off, force;
+};
+struct xf_stats_args {
+	struct xf_val format, json, per_cpu, interval, count;
+};
+struct xf_exporter_args {
+	struct xf_val listen, per_cpu;
+};
+struct xf_capture_args {
+	struct xf_val write, reason, count, snaplen, rate, sample, deliver;
+};
+union xf_args {
+	struct xf_attach_args attach;
+	struct xf_steer_args steer;
+	struct xf_stats_args stats;
+	struct xf_exporter_args exporter;
+	struct xf_capture_args capture;
+};
+
 /* One option of a command; the table drives parsing and --help. */
 struct xf_opt {
 	const char *name;	/* long name, without "--" */
@@ -83,17 +126,21 @@ struct xf_opt {
 	const char *def;	/* default, shown in --help */
 	uint64_t min, max;	/* range for numeric values (max 0: not numeric) */
 	char shortopt;		/* a one-letter form too (-w), or 0 */
-	bool set;		/* filled by the parser */
-	const char *val;
-	uint64_t num;
+	size_t off;		/* its struct xf_val in the command's args */
 };
+
+/* Where option o of a command puts its value in that command's args. */
+static inline struct xf_val *xf_val(const struct xf_opt *o, void *args)
+{
+	return (struct xf_val *)((char *)args + o->off);
+}
 
 struct xf_cmd {
 	const char *name;
 	const char *args;	/* positional arguments, for usage */
 	const char *summary;
-	struct xf_opt *opts;	/* terminated by name == NULL */
-	int (*run)(int argc, char **argv, struct xf_opt *opts);
+	const struct xf_opt *opts;	/* terminated by name == NULL */
+	int (*run)(int argc, char **argv, union xf_args *a);
 	int min_args, max_args;
 	void (*more_help)(FILE *f);	/* after the options, or NULL */
 };
@@ -104,15 +151,19 @@ extern int xf_verbose;
 extern const struct xf_cmd xf_cmds[];
 extern const size_t xf_ncmds;
 
+extern const struct xf_opt xf_attach_opts[];
+
 /*
- * Parse argv (argv[0]: the command) against cmd->opts: 0 with *first_arg
- * the index of the first positional argument (argv is permuted), -EINVAL
- * or -ERANGE with a message on stderr, or XF_PARSE_HELP for -h/--help.
+ * Parse argv (argv[0]: the command) against cmd->opts into *args (zeroed
+ * first): 0 with *first_arg the index of the first positional argument
+ * (argv is permuted), -EINVAL or -ERANGE with a message on stderr, or
+ * XF_PARSE_HELP for -h/--help.
  */
 #define XF_PARSE_HELP	1
-int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg);
+int xf_parse(const struct xf_cmd *cmd, int argc, char **argv, int *first_arg,
+	     union xf_args *args);
 void xf_usage(FILE *f, const struct xf_cmd *cmd);
-struct xf_opt *xf_opt(struct xf_opt *opts, const char *name);
+const struct xf_opt *xf_opt(const struct xf_opt *opts, const char *name);
 bool xf_ifname_valid(const char *ifname);
 int xf_ifindex(const char *ifname);
 int xf_pin_path(char *buf, size_t len, const char *ifname, const char *map);
@@ -178,21 +229,22 @@ int xf_conf_parse(const char *text, size_t len, int *line,
 			    const char *val),
 		  void *ctx);
 int xf_conf_apply(const char *path, const char *text, size_t len,
-		  struct xf_opt *opts, const char *skip);
-int xf_conf_load(const char *path, struct xf_opt *opts, const char *skip);
+		  const struct xf_opt *opts, void *args, const char *skip);
+int xf_conf_load(const char *path, const struct xf_opt *opts, void *args,
+		 const char *skip);
 
 /* What became of the instance pinned for IFACE (attach.c). */
 enum { XF_INST_NONE, XF_INST_LIVE, XF_INST_GONE, XF_INST_STALE };
 int xf_instance_state(const char *ifname);
 
-int xf_cmd_attach(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_detach(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_status(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_config(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_steer(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_exporter(int argc, char **argv, struct xf_opt *opts);
-int xf_cmd_capture(int argc, char **argv, struct xf_opt *opts);
+int xf_cmd_attach(int argc, char **argv, union xf_args *a);
+int xf_cmd_detach(int argc, char **argv, union xf_args *a);
+int xf_cmd_status(int argc, char **argv, union xf_args *a);
+int xf_cmd_stats(int argc, char **argv, union xf_args *a);
+int xf_cmd_config(int argc, char **argv, union xf_args *a);
+int xf_cmd_steer(int argc, char **argv, union xf_args *a);
+int xf_cmd_exporter(int argc, char **argv, union xf_args *a);
+int xf_cmd_capture(int argc, char **argv, union xf_args *a);
 int xf_pcapng_header(FILE *f, const char *ifname, __u32 snaplen);
 int xf_pcapng_packet(FILE *f, __u64 ts_ns, const void *data, __u32 caplen,
 		     __u32 len, const char *comment);

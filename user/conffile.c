@@ -90,7 +90,8 @@ int xf_conf_parse(const char *text, size_t len, int *line,
 
 struct conf_ctx {
 	const char *path;
-	struct xf_opt *opts;
+	const struct xf_opt *opts;
+	void *args;		/* the command's args struct */
 	const char *skip;	/* the option that names the file */
 	unsigned long long seen;	/* bit i: opts[i] came from the file */
 	unsigned long long cli;		/* bit i: set on the command line */
@@ -99,11 +100,12 @@ struct conf_ctx {
 static int conf_opt(void *c, int line, const char *key, const char *val)
 {
 	struct conf_ctx *cc = c;
-	struct xf_opt *o = NULL;
+	const struct xf_opt *o = NULL;
+	struct xf_val *v;
 	int i = 0;
 	uint64_t num;
 
-	for (struct xf_opt *p = cc->opts; p->name; p++, i++) {
+	for (const struct xf_opt *p = cc->opts; p->name; p++, i++) {
 		if (!strcmp(p->name, key) && strcmp(key, cc->skip)) {
 			o = p;
 			break;
@@ -120,6 +122,7 @@ static int conf_opt(void *c, int line, const char *key, const char *val)
 		return -EINVAL;
 	}
 	cc->seen |= 1ULL << i;
+	v = xf_val(o, cc->args);
 	if (!o->metavar) {
 		/* A flag: bare, or yes/no. */
 		bool on = !val || !strcmp(val, "yes") || !strcmp(val, "true") ||
@@ -132,7 +135,7 @@ static int conf_opt(void *c, int line, const char *key, const char *val)
 			return -EINVAL;
 		}
 		if (!(cc->cli & (1ULL << i)))
-			o->set = on;
+			v->set = on;
 		return 0;
 	}
 	if (!val || !*val) {
@@ -149,27 +152,29 @@ static int conf_opt(void *c, int line, const char *key, const char *val)
 	}
 	if (cc->cli & (1ULL << i))
 		return 0;	/* the command line wins */
-	o->val = strdup(val);
-	if (!o->val)
+	v->str = strdup(val);
+	if (!v->str)
 		return -ENOMEM;
-	o->num = o->max ? num : 0;
-	o->set = true;
+	v->num = o->max ? num : 0;
+	v->set = true;
 	return 0;
 }
 
 /*
- * Apply the options in text (from path, for messages) to opts, those set
- * already (the command line) left alone; `skip` names the option that
- * named the file.  0, or a negative errno with FILE:LINE on stderr.
+ * Apply the options in text (from path, for messages) to args (parsed
+ * with opts), those set already (the command line) left alone; `skip`
+ * names the option that named the file.  0, or a negative errno with
+ * FILE:LINE on stderr.
  */
 int xf_conf_apply(const char *path, const char *text, size_t len,
-		  struct xf_opt *opts, const char *skip)
+		  const struct xf_opt *opts, void *args, const char *skip)
 {
-	struct conf_ctx cc = { .path = path, .opts = opts, .skip = skip };
+	struct conf_ctx cc = { .path = path, .opts = opts, .args = args,
+			       .skip = skip };
 	int i = 0, line, err;
 
-	for (struct xf_opt *p = opts; p->name && i < 64; p++, i++)
-		if (p->set)
+	for (const struct xf_opt *p = opts; p->name && i < 64; p++, i++)
+		if (xf_val(p, args)->set)
 			cc.cli |= 1ULL << i;
 	err = xf_conf_parse(text, len, &line, conf_opt, &cc);
 	if (err == XF_CONF_BAD_LINE) {
@@ -181,7 +186,8 @@ int xf_conf_apply(const char *path, const char *text, size_t len,
 }
 
 /* Read FILE (at most XF_CONF_FILE_MAX bytes) and apply it as above. */
-int xf_conf_load(const char *path, struct xf_opt *opts, const char *skip)
+int xf_conf_load(const char *path, const struct xf_opt *opts, void *args,
+		 const char *skip)
 {
 	static char text[XF_CONF_FILE_MAX + 1];
 	size_t n;
@@ -200,5 +206,5 @@ int xf_conf_load(const char *path, struct xf_opt *opts, const char *skip)
 		return -EINVAL;
 	}
 	fclose(f);
-	return xf_conf_apply(path, text, n, opts, skip);
+	return xf_conf_apply(path, text, n, opts, args, skip);
 }

@@ -161,12 +161,12 @@ int xf_config_args(struct xfrag_config *cfg, int argc, char **argv)
 	return XF_EXIT_OK;
 }
 
-int xf_cmd_config(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_config(int argc, char **argv, union xf_args *args)
 {
 	struct xfrag_config cfg;
 	__u32 zero = 0;
 	int fd, ret;
-	(void)opts;
+	(void)args;
 
 	fd = xf_pin_open(argv[0], "xfrag_config");
 	if (fd < 0) {

@@ -191,10 +191,10 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss)
 	return inet_pton(AF_INET, host, &a4->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
-int xf_cmd_exporter(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_exporter(int argc, char **argv, union xf_args *args)
 {
-	struct xf_opt *lo = xf_opt(opts, "listen");
-	const char *listen = lo->set ? lo->val : XF_EXPORTER_LISTEN;
+	const struct xf_exporter_args *a = &args->exporter;
+	const char *listen = a->listen.set ? a->listen.str : XF_EXPORTER_LISTEN;
 	struct sockaddr_storage ss;
 	struct MHD_Daemon *d;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
@@ -219,7 +219,7 @@ int xf_cmd_exporter(int argc, char **argv, struct xf_opt *opts)
 	}
 	ifaces = argc ? argv : NULL;
 	nifaces = argc;
-	percpu = xf_opt(opts, "per-cpu")->set;
+	percpu = a->per_cpu.set;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_DUAL_STACK;
 	d = MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL,

@@ -213,14 +213,13 @@ void xf_print_table(FILE *f, const char *ifname, const struct xfrag_stats *sum,
 			"queue");
 }
 
-int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_stats(int argc, char **argv, union xf_args *args)
 {
+	const struct xf_stats_args *a = &args->stats;
 	const char *ifname = argv[0];
-	struct xf_opt *fmt = xf_opt(opts, "format");
-	bool json = xf_opt(opts, "json")->set;
-	bool percpu = xf_opt(opts, "per-cpu")->set, prom = false;
-	struct xf_opt *iv = xf_opt(opts, "interval");
-	struct xf_opt *cnt = xf_opt(opts, "count");
+	const struct xf_val *fmt = &a->format, *iv = &a->interval;
+	const struct xf_val *cnt = &a->count;
+	bool json = a->json.set, percpu = a->per_cpu.set, prom = false;
 	struct xfrag_stats sum, prev;
 	struct xfrag_stats *pc = NULL;
 	struct timespec t0, t1;
@@ -228,11 +227,11 @@ int xf_cmd_stats(int argc, char **argv, struct xf_opt *opts)
 	(void)argc;
 
 	if (fmt->set) {
-		if (!strcmp(fmt->val, "json"))
+		if (!strcmp(fmt->str, "json"))
 			json = true;
-		else if (!strcmp(fmt->val, "prometheus"))
+		else if (!strcmp(fmt->str, "prometheus"))
 			prom = true;
-		else if (strcmp(fmt->val, "table")) {
+		else if (strcmp(fmt->str, "table")) {
 			fprintf(stderr, "xfrag stats: --format must be table, "
 				"json or prometheus\n");
 			return XF_EXIT_USAGE;
@@ -459,7 +458,7 @@ void xf_status_row(FILE *f, const char *ifname, unsigned int ifindex,
 		cfg->steer_ncpus);
 }
 
-int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
+int xf_cmd_status(int argc, char **argv, union xf_args *args)
 {
 	struct dirent *de;
 	DIR *d;
@@ -467,7 +466,7 @@ int xf_cmd_status(int argc, char **argv, struct xf_opt *opts)
 	static char late[4096], after[256];
 	(void)argc;
 	(void)argv;
-	(void)opts;
+	(void)args;
 
 	late[0] = 0;
 	d = opendir(XFRAG_PIN_ROOT);

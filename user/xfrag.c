@@ -17,6 +17,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	static union xf_args args;
 	int first, err;
 
 	if (argc < 2) {
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < xf_ncmds; i++) {
 		if (strcmp(argv[1], xf_cmds[i].name))
 			continue;
-		err = xf_parse(&xf_cmds[i], argc - 1, argv + 1, &first);
+		err = xf_parse(&xf_cmds[i], argc - 1, argv + 1, &first, &args);
 		if (err == XF_PARSE_HELP) {
 			xf_usage(stdout, &xf_cmds[i]);
 			return XF_EXIT_OK;
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
 		if (err)
 			return XF_EXIT_USAGE;
 		return xf_cmds[i].run(argc - 1 - first, argv + 1 + first,
-				   xf_cmds[i].opts);
+				      &args);
 	}
 	fprintf(stderr, "xfrag: unknown command '%s'\n", argv[1]);
 	usage(stderr);

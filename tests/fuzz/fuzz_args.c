@@ -8,7 +8,8 @@
  * command's bounds, no positional looks like an option, every numeric
  * option is set to a documented-syntax number within its [min..max] and
  * equal to its text, every option with a value points into argv, flags
- * carry none, and options not given stay untouched.
+ * carry none, options not given stay zero, and nothing outside the
+ * options' fields of the args struct is written.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -60,27 +61,26 @@ static void check_fresh_state(void)
 	const struct xf_cmd *stats = NULL;
 	char c0[] = "stats", c1[] = "-qv", d0[] = "stats", d1[] = "eth0";
 	char *a[] = { c0, c1, NULL }, *b[] = { d0, d1, NULL };
-	struct xf_opt *opts;
-	struct xf_cmd cmd;
+	union xf_args args;
 	int first = -1, r;
 
 	for (size_t c = 0; c < xf_ncmds; c++)
 		if (!strcmp(xf_cmds[c].name, "stats"))
 			stats = &xf_cmds[c];
 	XF_CHECK(stats, "no stats command");
-	opts = malloc((nopts(stats->opts) + 1) * sizeof(*opts));
-	if (!opts)
-		abort();
-	memcpy(opts, stats->opts, (nopts(stats->opts) + 1) * sizeof(*opts));
-	cmd = *stats;
-	cmd.opts = opts;
-	r = xf_parse(&cmd, 2, a, &first);
+	r = xf_parse(stats, 2, a, &first, &args);
 	XF_CHECK(r == -EINVAL, "stats -qv: %d", r);
-	memcpy(opts, stats->opts, (nopts(stats->opts) + 1) * sizeof(*opts));
-	r = xf_parse(&cmd, 2, b, &first);
+	r = xf_parse(stats, 2, b, &first, &args);
 	XF_CHECK(r == 0 && first == 1, "stats eth0 after stats -qv: %d, "
 		 "first %d", r, first);
-	free(opts);
+}
+
+/* Bytes of union xf_args that some option of cmd owns. */
+static void owned(const struct xf_cmd *cmd, unsigned char *mask)
+{
+	memset(mask, 0, sizeof(union xf_args));
+	for (const struct xf_opt *o = cmd->opts; o->name; o++)
+		memset(mask + o->off, 1, sizeof(struct xf_val));
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -101,8 +101,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		XF_CHECK(nopts(cmd->opts) <= 29, "%s: more options than "
 			 "xf_parse() takes", cmd->name);
 		for (const struct xf_opt *o = cmd->opts; o->name; o++) {
-			XF_CHECK(!o->set && !o->val && !o->num,
-				 "%s --%s: table not pristine", cmd->name, o->name);
+			/* Its own field of the args struct, no other's. */
+			XF_CHECK(o->off % _Alignof(struct xf_val) == 0 &&
+				 o->off + sizeof(struct xf_val) <=
+				 sizeof(union xf_args),
+				 "%s --%s: field at %zu", cmd->name, o->name,
+				 o->off);
+			for (const struct xf_opt *p = cmd->opts; p < o; p++)
+				XF_CHECK(p->off != o->off, "%s --%s and --%s: "
+					 "one field", cmd->name, p->name,
+					 o->name);
 			XF_CHECK(!o->max || (o->metavar && o->min <= o->max),
 				 "%s --%s: bad range", cmd->name, o->name);
 			XF_CHECK(xf_opt(cmd->opts, o->name) == o,
@@ -124,9 +132,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *args[MAX_ARGS + 2], *orig[MAX_ARGS + 1], *sorted[MAX_ARGS + 1];
+	static unsigned char mask[sizeof(union xf_args)];
 	const struct xf_cmd *real;
-	struct xf_opt *opts;
-	struct xf_cmd cmd;
+	const struct xf_opt *opts;
+	union xf_args parsed;
 	int n, argc, first = -1, r, dashdash = 0;
 	size_t no;
 
@@ -137,14 +146,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t c = 0; c < xf_ncmds; c++)
 		if (!strcmp(args[0], xf_cmds[c].name))
 			real = &xf_cmds[c];
-	/* A private copy of the real table: the parser writes into it. */
-	no = nopts(real->opts);
-	opts = malloc((no + 1) * sizeof(*opts));
-	if (!opts)
-		abort();
-	memcpy(opts, real->opts, (no + 1) * sizeof(*opts));
-	cmd = *real;
-	cmd.opts = opts;
+	opts = real->opts;
+	no = nopts(opts);
+	/* Garbage first: the parser must clear what it does not set. */
+	memset(&parsed, 0xa5, sizeof(parsed));
 
 	free(args[0]);
 	args[0] = strdup(real->name);	/* what main() passes */
@@ -157,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			dashdash = 1;
 	memcpy(orig, args, argc * sizeof(*args));
 
-	r = xf_parse(&cmd, argc, args, &first);
+	r = xf_parse(real, argc, args, &first, &parsed);
 
 	XF_CHECK(r == 0 || r == XF_PARSE_HELP || r == -EINVAL || r == -ERANGE,
 		 "%s: xf_parse returned %d", real->name, r);
@@ -190,40 +195,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 "%s: '%s' neither option, value nor positional",
 				 real->name, args[i]);
 	}
+	/* Outside the options' fields: the parser's zeroing only. */
+	owned(real, mask);
+	for (size_t i = 0; i < sizeof(parsed); i++)
+		XF_CHECK(mask[i] || !((unsigned char *)&parsed)[i],
+			 "%s: byte %zu of the args written, no option's",
+			 real->name, i);
 	for (size_t i = 0; i < no; i++) {
 		const struct xf_opt *o = &opts[i];
+		const struct xf_val *pv = xf_val(o, &parsed);
 		uint64_t v;
 
-		XF_CHECK(o->name == real->opts[i].name &&
-			 o->min == real->opts[i].min &&
-			 o->max == real->opts[i].max, "table entry changed");
-		if (!o->set) {
-			XF_CHECK(!o->val && !o->num, "--%s: value without "
+		if (!pv->set) {
+			XF_CHECK(!pv->str && !pv->num, "--%s: value without "
 				 "being given", o->name);
 			continue;
 		}
 		if (!o->metavar) {
-			XF_CHECK(!o->val, "flag --%s has a value", o->name);
+			XF_CHECK(!pv->str, "flag --%s has a value", o->name);
 			continue;
 		}
 		if (r == -ERANGE && o->max)
 			continue;	/* possibly the one refused */
-		XF_CHECK(o->val && in_args(o->val, args, argc),
+		XF_CHECK(pv->str && in_args(pv->str, args, argc),
 			 "--%s: value not from argv", o->name);
 		if (!o->max)
 			continue;
-		XF_CHECK(!ref_parse_num(o->val, &v), "--%s '%s' accepted, not "
-			 "a documented number", o->name, o->val);
-		XF_CHECK(v == o->num, "--%s '%s' = %llu, parsed %llu",
-			 o->name, o->val, (unsigned long long)v,
-			 (unsigned long long)o->num);
-		XF_CHECK(o->num >= o->min && o->num <= o->max,
+		XF_CHECK(!ref_parse_num(pv->str, &v), "--%s '%s' accepted, "
+			 "not a documented number", o->name, pv->str);
+		XF_CHECK(v == pv->num, "--%s '%s' = %llu, parsed %llu",
+			 o->name, pv->str, (unsigned long long)v,
+			 (unsigned long long)pv->num);
+		XF_CHECK(pv->num >= o->min && pv->num <= o->max,
 			 "--%s %llu accepted outside [%llu..%llu]", o->name,
-			 (unsigned long long)o->num,
+			 (unsigned long long)pv->num,
 			 (unsigned long long)o->min,
 			 (unsigned long long)o->max);
 	}
-	free(opts);
 	xf_free_strs(args, argc);
 	return 0;
 }

@@ -5,9 +5,9 @@
  * syntax (a line: blank, a # comment, `name`, or `name = value`; '#'
  * starts a comment at the start of a line or after white space; a name is
  * [a-z0-9-]+; white space around names and values is dropped; lines up to
- * XF_CONF_LINE_MAX bytes, no NUL), then xf_conf_apply() on an option table
- * like attach's: accepted values are within the option's range, and the
- * options already set (the command line) keep their values.
+ * XF_CONF_LINE_MAX bytes, no NUL), then xf_conf_apply() with attach's
+ * option table into its args: accepted values are within the option's
+ * range, and the options already set (the command line) keep theirs.
  *
  * Input: the file's bytes.
  */
@@ -123,17 +123,12 @@ static void got_free(struct got *g)
 	g->n = 0;
 }
 
-#define OPT(n, mv, lo, hi) { .name = n, .metavar = mv, .min = lo, .max = hi }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct got a, b;
-	struct xf_opt opts[] = {
-		OPT("config", "FILE", 0, 0), OPT("mode", "native|skb", 0, 0),
-		OPT("buckets", "N", 1, 1U << 20), OPT("timeout", "MS", 10, 600000),
-		OPT("no-tc", NULL, 0, 0), OPT("evict", "P", 0, 0),
-		{ .name = NULL },
-	};
+	static struct xf_attach_args args;
+	struct xf_val *timeout = &args.tune[XF_T_timeout_ms];
+	const struct xf_opt *opts = xf_attach_opts;
 	int line = 0, bad = 0, r, rr;
 
 	if (size > XF_CONF_FILE_MAX)
@@ -158,23 +153,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	got_free(&a);
 	got_free(&b);
 
-	/* Applied: "timeout" as if given on the command line keeps its
-	 * value; what the file sets is in range. */
-	opts[3].set = true;
-	opts[3].val = "1000";
-	opts[3].num = 1000;
-	if (!xf_conf_apply("fuzz.conf", (const char *)data, size, opts,
+	/* Applied with attach's own table: "timeout" as if given on the
+	 * command line keeps its value; what the file sets is in range. */
+	memset(&args, 0, sizeof(args));
+	timeout->set = true;
+	timeout->str = "1000";
+	timeout->num = 1000;
+	if (!xf_conf_apply("fuzz.conf", (const char *)data, size, opts, &args,
 			   "config")) {
-		XF_CHECK(opts[3].num == 1000 && !strcmp(opts[3].val, "1000"),
+		XF_CHECK(timeout->num == 1000 && !strcmp(timeout->str, "1000"),
 			 "the command line's timeout was overwritten");
-		XF_CHECK(!opts[0].set, "config set from the file");
-		XF_CHECK(!opts[2].set || (opts[2].num >= 1 &&
-					  opts[2].num <= 1U << 20),
-			 "buckets %llu out of range",
-			 (unsigned long long)opts[2].num);
+		XF_CHECK(!args.config.set, "config set from the file");
+		for (const struct xf_opt *o = opts; o->name; o++) {
+			const struct xf_val *v = xf_val(o, &args);
+
+			XF_CHECK(!v->set || !o->max ||
+				 (v->num >= o->min && v->num <= o->max),
+				 "--%s %llu out of range", o->name,
+				 (unsigned long long)v->num);
+			XF_CHECK(!v->set || !o->metavar || v->str,
+				 "--%s set without a value", o->name);
+		}
 	}
-	for (int i = 0; opts[i].name; i++)
-		if (i != 3 && opts[i].metavar && opts[i].val)
-			free((char *)opts[i].val);
+	for (const struct xf_opt *o = opts; o->name; o++) {
+		struct xf_val *v = xf_val(o, &args);
+
+		if (v != timeout && v->str)
+			free((char *)v->str);
+	}
 	return 0;
 }
