@@ -33,7 +33,8 @@ USER_HDR := $(wildcard user/*.h) include/xfrag.h
 
 TEST_BINS := $(OUT)/test_prog $(OUT)/fuzz_prog $(OUT)/fragsend \
 	     $(OUT)/udpcheck $(OUT)/gen $(OUT)/sink $(OUT)/diffgen \
-	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o $(OUT)/progstats
+	     $(OUT)/diffrecv $(OUT)/xdp_count.bpf.o $(OUT)/progstats \
+	     $(OUT)/xfcheck
 
 .PHONY: all clean test demo deps install vmlinux bench bench-bin soak fuzz lint FORCE \
 	fuzz-bin fuzz-diff test-vm deb
@@ -59,9 +60,14 @@ $(OUT)/xfrag: $(USER_SRC) $(USER_HDR) $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(USER_SRC) -o $@ $(LDLIBS)
 
-$(OUT)/test_prog: tests/test_prog.c tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+# test_prog and fuzz_prog: one program each, its parts by concern.
+$(OUT)/test_prog: $(wildcard tests/test_prog/*.c tests/test_prog/*.h) tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests $(wildcard tests/test_prog/*.c) -o $@ $(LDLIBS)
+
+$(OUT)/xfcheck: tests/xfcheck.c tests/counters.h include/xfrag.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $< -o $@
 
 $(OUT)/progstats: tests/progstats.c include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
@@ -72,9 +78,9 @@ $(OUT)/xfrag.8: $(OUT)/xfrag
 	@echo "  MAN     $@"
 	$(Q)$< --man > $@
 
-$(OUT)/fuzz_prog: tests/fuzz_prog.c tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
+$(OUT)/fuzz_prog: $(wildcard tests/fuzz_prog/*.c tests/fuzz_prog/*.h) tests/counters.h tests/frame.h include/xfrag.h user/probe.h $(OUT)/xfrag.skel.h
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests $(wildcard tests/fuzz_prog/*.c) -o $@ $(LDLIBS)
 
 $(OUT)/fragsend: tests/fragsend.c tests/frame.h
 	@echo "  CC      $@"

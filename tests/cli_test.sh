@@ -339,5 +339,29 @@ man_check() {
 }
 man_check
 
+# build/xfcheck, the invariant checker of the shell and Python tests: a
+# consistent snapshot passes (as lines and as JSON), a broken sum, a
+# negative gauge and a missing counter fail.
+xfcheck_check() {
+	local x=$PWD/build/xfcheck snap
+	snap=$(sed -n 's/^\tX(\([a-z0-9_]*\), [CG],.*/\1 0/p' "$PWD/include/xfrag.h" |
+	       sed 's/^reasm_reqds 0/reasm_reqds 3/; s/^frag_reasm 0/frag_reasm 2/; s/^frags_in_flight 0/frags_in_flight 1/')
+	local json
+	json="{$(sed 's/^\([a-z0-9_]*\) \(.*\)/"\1": \2/' <<<"$snap" | paste -sd, -)}"
+	local r1 r2 r3 r4 r5
+	"$x" <<<"$snap" >/dev/null; r1=$?
+	"$x" <<<"$json" >/dev/null; r2=$?
+	r3=$("$x" <<<"$(sed 's/^frag_reasm 2/frag_reasm 1/' <<<"$snap")")
+	r4=$("$x" <<<"$(sed 's/^dgrams_in_flight 0/dgrams_in_flight 18446744073709551615/' <<<"$snap")")
+	r5=$("$x" <<<"$(grep -v '^handoff_lost ' <<<"$snap")")
+	if [ "$r1$r2" = 00 ] && [[ $r3 == *reasm_reqds* ]] &&
+	   [[ $r4 == *negative* ]] && [[ $r5 == *"handoff_lost missing"* ]]; then
+		ok xfcheck-catches
+	else
+		ko xfcheck-catches "exits $r1 $r2; '$r3' '$r4' '$r5'"
+	fi
+}
+xfcheck_check
+
 echo "cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -3,8 +3,9 @@
  * The counters for the C test programs (test_prog, fuzz_prog): their
  * indices, names and kinds from include/xfrag.h's one list, and the
  * invariants every snapshot must keep (include/xfrag.h, "Counters"),
- * written once.  tests/lib.sh (namespace tests) and corpus_test.py check
- * the same two sums on `xfrag stats --json`.
+ * written once.  The shell and Python tests (tests/lib.sh, corpus_test.py,
+ * soak.py) check snapshots of `xfrag stats` with the same function, by
+ * build/xfcheck (tests/xfcheck.c).
  */
 #ifndef XFRAG_TEST_COUNTERS_H
 #define XFRAG_TEST_COUNTERS_H

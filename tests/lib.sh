@@ -171,34 +171,10 @@ xf_delta() {
 	echo $((b - a))
 }
 
-# xf_invariants FILE: check the counter invariants; prints the failure.
+# xf_invariants FILE: check the counter invariants (tests/counters.h, the
+# same check the C tests make, by build/xfcheck); prints the failure.
 xf_invariants() {
-	awk '
-	{ v[$1] = $2 }
-	$1 ~ /^frag_/ { fsum += $2 }
-	$1 ~ /^deliver_/ { dsum += $2 }
-	END {
-		need = "reasm_reqds reasm_oks frags_in_flight deliver_xdp"
-		need = need " deliver_tc deliver_replay deliver_err handoff_lost handoff_pending"
-		n = split(need, k, " ")
-		for (i = 1; i <= n; i++)
-			if (!(k[i] in v)) {
-				printf "stats key %s missing\n", k[i]
-				exit 1
-			}
-		if (v["reasm_reqds"] != fsum + v["frags_in_flight"]) {
-			printf "reasm_reqds %s != sum(frag_*) %s + frags_in_flight %s\n",
-			       v["reasm_reqds"], fsum, v["frags_in_flight"]
-			exit 1
-		}
-		d = dsum + v["handoff_lost"] + v["handoff_pending"]
-		if (v["reasm_oks"] != d) {
-			printf "reasm_oks %s != sum(deliver_*) %s + handoff_lost %s + handoff_pending %s\n",
-			       v["reasm_oks"], dsum, v["handoff_lost"],
-			       v["handoff_pending"]
-			exit 1
-		}
-	}' "$1"
+	"$XF_BUILD/xfcheck" "$1"
 }
 
 # Non-zero counters of a stats file on one line (for failure reports).

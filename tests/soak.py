@@ -77,7 +77,9 @@ def parse_size(s):
 
 
 def inv_diffs(st):
-    """The two invariants of include/xfrag.h as differences (0: holds)."""
+    """The two sum invariants of include/xfrag.h as differences (0: holds),
+    for samples read while traffic runs, which may tear: bounded by
+    TOL_FRAGS / TOL_DGRAMS.  At rest, xfcheck() checks them all exactly."""
     frags = sum(v for k, v in st.items()
                 if k.startswith("frag_") and isinstance(v, int))
     d1 = st["reasm_reqds"] - frags - st["frags_in_flight"]
@@ -85,6 +87,17 @@ def inv_diffs(st):
         v for k, v in st.items()
         if k.startswith("deliver_") and isinstance(v, int))
     return d1, d2
+
+
+def xfcheck(xfrag, st):
+    """Every counter invariant of tests/counters.h on the sums of st
+    (build/xfcheck, next to xfrag, the one checker): None or the reason."""
+    r = subprocess.run([os.path.join(os.path.dirname(xfrag), "xfcheck")],
+                       input="".join(f"{k} {v}\n" for k, v in st.items()
+                                     if isinstance(v, int)),
+                       capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stdout.strip() or
+                                           r.stderr.strip() or "failed")
 
 
 class Soak:
@@ -555,6 +568,9 @@ class Soak:
         if d1 or d2:
             self.fail("invariant-final", f"invariants after traffic: reqds "
                       f"diff {d1}, oks diff {d2}")
+        why = xfcheck(a.xfrag, s2)
+        if why:
+            self.fail("invariant-final", f"after traffic: {why}")
         return end
 
     # ---- report --------------------------------------------------------------
