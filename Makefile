@@ -82,11 +82,11 @@ $(OUT)/fuzz_prog: $(wildcard tests/fuzz_prog/*.c tests/fuzz_prog/*.h) tests/coun
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) -Itests $(wildcard tests/fuzz_prog/*.c) -o $@ $(LDLIBS)
 
-$(OUT)/fragsend: tests/fragsend.c tests/frame.h
+$(OUT)/fragsend: tests/fragsend.c tests/frame.h tests/payload.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
-$(OUT)/udpcheck: tests/udpcheck.c
+$(OUT)/udpcheck: tests/udpcheck.c tests/payload.h tests/frame.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
@@ -147,11 +147,11 @@ $(OUT)/micro: bench/micro.c include/xfrag.h $(OUT)/xfrag.skel.h $(OUT)/floors.sk
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-$(OUT)/gen: bench/gen.c tests/frame.h | $(OUT)
+$(OUT)/gen: bench/gen.c tests/frame.h tests/payload.h | $(OUT)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@ -lm
 
-$(OUT)/sink: bench/sink.c | $(OUT)
+$(OUT)/sink: bench/sink.c tests/payload.h tests/frame.h | $(OUT)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 

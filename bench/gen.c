@@ -10,7 +10,8 @@
  * Attack frames come in units (--attack-kind): the frames of one unit share
  * a random IP id (and, with --attack-spoof, a random source); no unit ever
  * makes a whole datagram.
- * Payload: "XFBG", seq (u32 BE), length (u32 BE), byte[i] = seq * 31 + i * 7.
+ * Payload: tests/payload.h (magic, seq, length, a pattern of seq and
+ * position), as fragsend's; bench/sink checks every byte.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "../tests/frame.h"
+#include "../tests/payload.h"
 
 #define BATCH	64
-#define MAGIC	0x58464247u	/* "XFBG" */
 #define UDPH	8
 
 enum { ORD_IN, ORD_REV, ORD_RAND };
@@ -151,19 +152,6 @@ static void sleep_s(double s)
 		nanosleep(&ts, NULL);
 }
 
-static uint16_t udp_csum(uint64_t s)
-{
-	uint16_t c = (uint16_t)~fold16(s);
-
-	return c ? c : 0xffff;
-}
-
-static void ip4_csum(uint8_t *ip)
-{
-	put16(ip + 10, 0);
-	put16(ip + 10, (uint16_t)~fold16(sum16(ip, 20, 0)));
-}
-
 /* Build one frame carrying l4[off, off + len); returns the frame length. */
 static uint16_t build_frame(uint8_t *f, const uint8_t *l4, int off, int len,
 			    int mf, int fragmented)
@@ -171,30 +159,18 @@ static uint16_t build_frame(uint8_t *f, const uint8_t *l4, int off, int len,
 	uint8_t *ip = f + ETH_HLEN;
 	int hl = g.v6 ? (fragmented ? 48 : 40) : 20;
 
-	memcpy(f, g.dmac, 6);
-	memcpy(f + 6, g.smac, 6);
-	put16(f + 12, g.v6 ? ETH_P_IPV6 : ETH_P_IP);
-	memset(ip, 0, hl);
+	fr_eth(f, g.dmac, g.smac, NULL, 0, g.v6 ? FR_P_IPV6 : FR_P_IP);
 	if (!g.v6) {		/* TTL 64, DF clear, id patched later */
-		put16(ip, 0x4500);
-		put16(ip + 2, (uint16_t)(20 + len));
-		put16(ip + 6, (uint16_t)((mf ? 0x2000 : 0) | (off >> 3)));
-		ip[8] = 64;
-		ip[9] = IPPROTO_UDP;
-		memcpy(ip + 12, &g.s4, 4);
-		memcpy(ip + 16, &g.d4, 4);
-		ip4_csum(ip);
+		fr_ip4(ip, 20, (uint16_t)(20 + len),
+		       0, (uint16_t)((mf ? FR_IP4_MF : 0) | (off >> 3)), 64,
+		       IPPROTO_UDP, (const uint8_t *)&g.s4,
+		       (const uint8_t *)&g.d4);
 	} else {		/* hop limit 64, fragment header after 40 B */
-		ip[0] = 0x60;
-		put16(ip + 4, (uint16_t)(hl - 40 + len));
-		ip[6] = fragmented ? IPPROTO_FRAGMENT : IPPROTO_UDP;
-		ip[7] = 64;
-		memcpy(ip + 8, &g.s6, 16);
-		memcpy(ip + 24, &g.d6, 16);
-		if (fragmented) {
-			ip[40] = IPPROTO_UDP;
-			put16(ip + 42, (uint16_t)(off | (mf ? 1 : 0)));
-		}
+		fr_ip6(ip, 0, (uint16_t)(hl - 40 + len),
+		       fragmented ? FR_PROTO_FRAG6 : IPPROTO_UDP, 64,
+		       (const uint8_t *)&g.s6, (const uint8_t *)&g.d6);
+		if (fragmented)	/* id patched later */
+			fr_frag6(ip + 40, IPPROTO_UDP, (uint32_t)off, mf, 0);
 	}
 	memcpy(ip + hl, l4 + off, len);
 	return (uint16_t)(ETH_HLEN + hl + len);
@@ -211,11 +187,7 @@ static uint64_t build_l4(uint8_t *l4, uint32_t seq, int dport, int with_src)
 
 	put32(l4, (uint32_t)dport);
 	put32(l4 + 4, (uint32_t)n << 16);
-	put32(p, MAGIC);
-	put32(p + 4, seq);
-	put32(p + 8, (uint32_t)g.size);
-	for (int i = 12; i < g.size; i++)
-		p[i] = (uint8_t)(seq * 31 + (uint32_t)i * 7);
+	pl_fill(p, (size_t)g.size, (size_t)g.size, seq);
 	if (with_src)
 		s = g.v6 ? sum16(&g.s6, 16, s) : sum16(&g.s4, 4, s);
 	s = g.v6 ? sum16(&g.d6, 16, s) : sum16(&g.d4, 4, s);
@@ -249,7 +221,7 @@ static void build_unit(const uint8_t *l4, int l4len, int nfr, int alen)
 		u->len = build_frame(u->buf, l4, off, len, mf, 1);
 		u->l4 = off == 0;
 		if (u->l4)
-			put16(u->buf + ETH_HLEN + g.ihl + 6, udp_csum(g.v6 ?
+			put16(u->buf + ETH_HLEN + g.ihl + 6, fr_udp_csum(g.v6 ?
 				sum16(&g.s6, 16, g.att_sum) :
 				sum16(&g.s4, 4, g.att_sum)));
 	}
@@ -311,7 +283,7 @@ static void build_templates(void)
 		uint8_t *f = g.att + g.stride * i;
 		uint16_t n = build_frame(f, l4, 0, alen, 1, 1);
 
-		put16(f + ETH_HLEN + g.ihl + 6, udp_csum(g.v6 ?
+		put16(f + ETH_HLEN + g.ihl + 6, fr_udp_csum(g.v6 ?
 			sum16(&g.s6, 16, g.att_sum) : sum16(&g.s4, 4, g.att_sum)));
 		if (i == 0)	/* --attack-kind first: the unit is this frame */
 			g.unit[0] = (struct afr){ f, n, 1 };
@@ -340,7 +312,7 @@ static void start_tpl(struct tpl *tp, uint64_t dnum)
 
 		if (!g.v6) {
 			put16(ip + 4, (uint16_t)id);
-			ip4_csum(ip);
+			fr_ip4_csum(ip);
 		} else if (tp->nfr > 1) {
 			put32(ip + 44, id);
 		}
@@ -348,7 +320,7 @@ static void start_tpl(struct tpl *tp, uint64_t dnum)
 	put16(udp, port);
 	/* --csum0: IPv4 UDP without checksum (RFC 768), as DNS, syslog and
 	 * tunnels often send it: nothing at L4 catches a mixed datagram. */
-	put16(udp + 6, g.csum0 && !g.v6 ? 0 : udp_csum(tp->sum0 + port));
+	put16(udp + 6, g.csum0 && !g.v6 ? 0 : fr_udp_csum(tp->sum0 + port));
 }
 
 static void assign(struct slot *s)
@@ -438,10 +410,10 @@ static uint8_t *get_attack(int i, uint16_t *len)
 		if (g.spoof) {	/* 198.18.0.0/15 */
 			put32(ip + 12, 0xc6120000u | (uint32_t)((r >> 16) & 0x1ffff));
 			if (u->l4)
-				put16(ip + 26, udp_csum(sum16(ip + 12, 4,
+				put16(ip + 26, fr_udp_csum(sum16(ip + 12, 4,
 							      g.att_sum)));
 		}
-		ip4_csum(ip);
+		fr_ip4_csum(ip);
 	} else {
 		put32(ip + 44, (uint32_t)r);
 		if (g.spoof) {	/* fd66::/64 */
@@ -450,7 +422,7 @@ static uint8_t *get_attack(int i, uint16_t *len)
 			put32(ip + 16, (uint32_t)(lo >> 32));
 			put32(ip + 20, (uint32_t)lo);
 			if (u->l4)
-				put16(ip + 54, udp_csum(sum16(ip + 8, 16,
+				put16(ip + 54, fr_udp_csum(sum16(ip + 8, 16,
 							      g.att_sum)));
 		}
 	}

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * sink - UDP receiver for the xfrag benchmark.  Receives the datagrams sent
- * by bench/gen with recvmmsg and verifies every byte: magic "XFBG", the
- * length field, and the pattern byte[i] = seq * 31 + i * 7 (i >= 12).
+ * by bench/gen with recvmmsg and verifies every byte (tests/payload.h:
+ * magic, seq, the length field, the pattern).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -18,14 +18,13 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "../tests/payload.h"
 
 #define BATCH	64
 #define BUFSZ	65536
-#define MAGIC	0x58464247u
 
 static volatile sig_atomic_t stop;
 static uint64_t flow[65536];
-static uint8_t ref[BUFSZ + 256];	/* ref[j] = j * 7 */
 
 static void on_sig(int sig)
 {
@@ -41,49 +40,26 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 /* 0 if the datagram is good, else -1 with the reason in why. */
 static int verify(const uint8_t *p, size_t n, int trunc, char *why, size_t wl)
 {
-	uint32_t seq, c, o;
+	const char *bad;
+	uint32_t seq;
+	size_t at;
 
 	if (trunc) {
 		snprintf(why, wl, "truncated (%zu bytes received)", n);
 		return -1;
 	}
-	if (n < 12) {
-		snprintf(why, wl, "short datagram (%zu bytes)", n);
-		return -1;
-	}
-	if (get32(p) != MAGIC) {
-		snprintf(why, wl, "bad magic 0x%08x", get32(p));
-		return -1;
-	}
-	if (get32(p + 8) != n) {
-		snprintf(why, wl, "length field %u != received %zu",
-			 get32(p + 8), n);
-		return -1;
-	}
-	seq = get32(p + 4);
-	/* byte[i] = c + 7i = 7 (i + o) with o = c * 7^-1 (mod 256), 7^-1 = 183 */
-	c = (uint8_t)(seq * 31);
-	o = (uint8_t)(c * 183);
-	if (n > 12 && memcmp(p + 12, ref + 12 + o, n - 12)) {
-		size_t i = 12;
-
-		while (i < n && p[i] == (uint8_t)(seq * 31 + i * 7))
-			i++;
-		snprintf(why, wl, "seq %u len %zu: pattern mismatch at byte %zu "
-			 "(0x%02x, expected 0x%02x)", seq, n, i, p[i],
-			 (uint8_t)(seq * 31 + i * 7));
-		return -1;
-	}
-	return 0;
+	bad = pl_check(p, n, &seq, &at);
+	if (!bad)
+		return 0;
+	if (at < n)
+		snprintf(why, wl, "seq %u len %zu: %s at byte %zu (0x%02x)",
+			 seq, n, bad, at, p[at]);
+	else
+		snprintf(why, wl, "seq %u len %zu: %s", seq, n, bad);
+	return -1;
 }
 
 static long num(const char *s, long lo, long hi, const char *what)
@@ -189,8 +165,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	for (size_t j = 0; j < sizeof(ref); j++)
-		ref[j] = (uint8_t)(j * 7);
 	bufs = malloc((size_t)BATCH * BUFSZ);
 	if (!bufs) {
 		fprintf(stderr, "sink: out of memory\n");

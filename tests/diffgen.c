@@ -175,8 +175,7 @@ static void addr_of(const struct dg *d, uint8_t *s, uint8_t *t)
 static void build_l4(struct dg *d, uint64_t seed, uint32_t batch)
 {
 	uint8_t s[16], t[16], *p;
-	uint32_t sum = 0, l4len = 8 + d->dlen, sport = XD_SPORT_BASE + d->idx;
-	uint16_t c;
+	uint32_t l4len = 8 + d->dlen, sport = XD_SPORT_BASE + d->idx;
 
 	d->l4 = calloc(1, d->flen);
 	if (!d->l4) {
@@ -194,30 +193,10 @@ static void build_l4(struct dg *d, uint64_t seed, uint32_t batch)
 	}
 	p = d->l4 + d->postlen;
 	xd_fill(p + 8, d->dlen, seed, batch, d->idx);
-	p[0] = sport >> 8;
-	p[1] = sport & 0xff;
-	p[2] = XD_PORT >> 8;
-	p[3] = XD_PORT & 0xff;
-	p[4] = l4len >> 8;
-	p[5] = l4len & 0xff;
+	fr_udp(p, sport, XD_PORT, l4len);
 	addr_of(d, s, t);
-	if (d->fam == 4) {
-		sum = csum_add(sum, s, 4);
-		sum = csum_add(sum, t, 4);
-		sum += 17 + l4len;
-	} else {
-		sum = csum_add(sum, s, 16);
-		sum = csum_add(sum, t, 16);
-		sum += l4len >> 16;
-		sum += l4len & 0xffff;
-		sum += 17;
-	}
-	sum = csum_add(sum, p, l4len);
-	c = csum_fold(sum);
-	if (!c)
-		c = 0xffff;
-	p[6] = c >> 8;
-	p[7] = c & 0xff;
+	put16(p + 6, fr_udp_csum(sum16(p, l4len, fr_pseudo(d->fam == 6, s, t,
+							   17, l4len))));
 }
 
 /*
@@ -852,64 +831,22 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 	uint8_t s[16], t[16], *p = buf;
 
 	addr_of(d, s, t);
-	memcpy(p, pt->dmac, 6);
-	memcpy(p + 6, pt->smac, 6);
-	p += 12;
-	if (r->tci >= 0) {
-		*p++ = 0x81;
-		*p++ = 0x00;
-		*p++ = r->tci >> 8;
-		*p++ = r->tci & 0xff;
-	}
+	p += fr_eth(p, pt->dmac, pt->smac,
+		    &(struct fr_vlan){ FR_P_8021Q, (uint16_t)r->tci },
+		    r->tci >= 0, d->fam == 4 ? FR_P_IP : FR_P_IPV6);
 	if (d->fam == 4) {
 		uint32_t opt = r->off ? 0 : d->optlen, hl = 20 + opt;
-		uint32_t tot = hl + r->len;
-		uint16_t fo = (r->off >> 3) | (r->mf ? 0x2000 : 0), c;
+		uint16_t fo = (r->off >> 3) | (r->mf ? FR_IP4_MF : 0);
 
-		*p++ = 0x08;
-		*p++ = 0x00;
-		memset(p, 0, 20);
 		memset(p + 20, 1, opt);		/* NOP options */
-		p[0] = 0x40 | (hl / 4);
-		p[2] = tot >> 8;
-		p[3] = tot & 0xff;
-		p[4] = d->id >> 8;
-		p[5] = d->id & 0xff;
-		p[6] = fo >> 8;
-		p[7] = fo & 0xff;
-		p[8] = 64;
-		p[9] = 17;
-		memcpy(p + 12, s, 4);
-		memcpy(p + 16, t, 4);
-		c = csum_fold(csum_add(0, p, hl));
-		p[10] = c >> 8;
-		p[11] = c & 0xff;
+		fr_ip4(p, hl, hl + r->len, d->id, fo, 64, 17, s, t);
 		p += hl;
 	} else {
-		uint32_t plen = d->extlen + 8 + r->len;
-		uint16_t fo = (r->off & ~7U) | (r->mf ? 1 : 0);
-
-		*p++ = 0x86;
-		*p++ = 0xdd;
-		memset(p, 0, 8);
-		p[0] = 0x60;
-		p[4] = plen >> 8;
-		p[5] = plen & 0xff;
-		p[6] = d->nh0;
-		p[7] = 64;
-		memcpy(p + 8, s, 16);
-		memcpy(p + 24, t, 16);
+		fr_ip6(p, 0, d->extlen + 8 + r->len, d->nh0, 64, s, t);
 		p += 40;
 		memcpy(p, d->ext, d->extlen);
 		p += d->extlen;
-		p[0] = d->postlen ? 60 : 17;
-		p[1] = 0;
-		p[2] = fo >> 8;
-		p[3] = fo & 0xff;
-		p[4] = d->id >> 24;
-		p[5] = d->id >> 16;
-		p[6] = d->id >> 8;
-		p[7] = d->id & 0xff;
+		fr_frag6(p, d->postlen ? 60 : 17, r->off, r->mf, d->id);
 		p += 8;
 	}
 	for (uint32_t i = 0; i < r->len; i++)
@@ -921,41 +858,20 @@ static size_t build_frame(uint8_t *buf, const struct port *pt,
 static size_t build_marker(uint8_t *buf, const struct port *pt, char kind,
 			   uint32_t b)
 {
-	uint8_t *p = buf, *ip, *u;
+	uint8_t *p = buf, *ip, *u, s4[4], t4[4];
 	char text[40];
 	uint32_t n = snprintf(text, sizeof(text), "XDMARK %c %u", kind, b);
-	uint32_t tot = 20 + 8 + n, sum;
-	uint16_t c;
+	uint32_t tot = 20 + 8 + n;
 
-	memcpy(p, pt->dmac, 6);
-	memcpy(p + 6, pt->smac, 6);
-	p[12] = 0x08;
-	p[13] = 0x00;
-	ip = p + 14;
-	memset(ip, 0, 28);
-	ip[0] = 0x45;
-	ip[2] = tot >> 8;
-	ip[3] = tot & 0xff;
-	ip[8] = 64;
-	ip[9] = 17;
-	inet_pton(AF_INET, src4[0], ip + 12);
-	inet_pton(AF_INET, DST4, ip + 16);
-	c = csum_fold(csum_add(0, ip, 20));
-	ip[10] = c >> 8;
-	ip[11] = c & 0xff;
+	inet_pton(AF_INET, src4[0], s4);
+	inet_pton(AF_INET, DST4, t4);
+	ip = p + fr_eth(p, pt->dmac, pt->smac, NULL, 0, FR_P_IP);
+	fr_ip4(ip, 20, tot, 0, 0, 64, 17, s4, t4);
 	u = ip + 20;
-	u[0] = XD_MARK_SPORT >> 8;
-	u[1] = XD_MARK_SPORT & 0xff;
-	u[2] = XD_PORT >> 8;
-	u[3] = XD_PORT & 0xff;
-	u[4] = (8 + n) >> 8;
-	u[5] = (8 + n) & 0xff;
+	fr_udp(u, XD_MARK_SPORT, XD_PORT, 8 + n);
 	memcpy(u + 8, text, n);
-	sum = csum_add(0, ip + 12, 8) + 17 + 8 + n;
-	sum = csum_add(sum, u, 8 + n);
-	c = csum_fold(sum);
-	u[6] = c >> 8;
-	u[7] = c & 0xff;
+	put16(u + 6, fr_udp_csum(sum16(u, 8 + n, fr_pseudo(0, s4, t4, 17,
+							   8 + n))));
 	return 14 + tot;
 }
 

@@ -47,8 +47,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "frame.h"
+#include "payload.h"
 
-#define FS_MAGIC	0x58465247U
 /* Largest fragmentable part, including bytes past the datagram's end. */
 #define FS_MAX_DATA	(128 * 1024)
 #define FS_MAX_FRAME	(70 * 1024)
@@ -272,63 +272,32 @@ static void build_dgram(struct dgram *d)
 {
 	uint32_t seq = d->id, plen = (uint32_t)cfg.size, l4len = plen + 8;
 	uint8_t *p = d->data;
-	uint32_t sum, i;
+	uint64_t sum;
 
 	memset(p, 0, d->dlen);
-	/* Payload, pattern continued past the end for overrun items. */
-	for (i = 8; i < d->dlen; i++)
-		p[i] = (uint8_t)(seq * 131 + (i - 8) * 7 + 0x5a);
-	p[8] = FS_MAGIC >> 24;
-	p[9] = (FS_MAGIC >> 16) & 0xff;
-	p[10] = (FS_MAGIC >> 8) & 0xff;
-	p[11] = FS_MAGIC & 0xff;
-	p[12] = seq >> 24;
-	p[13] = seq >> 16;
-	p[14] = seq >> 8;
-	p[15] = seq & 0xff;
+	/* Payload (tests/payload.h), continued past the end for overrun
+	 * items. */
+	pl_fill(p + 8, d->dlen - 8, plen, seq);
 	d->total = l4len;
 
 	if (!cfg.icmp) {
-		p[0] = cfg.sport >> 8;
-		p[1] = cfg.sport & 0xff;
-		p[2] = cfg.dport >> 8;
-		p[3] = cfg.dport & 0xff;
-		p[4] = l4len >> 8;
-		p[5] = l4len & 0xff;
+		fr_udp(p, cfg.sport, cfg.dport, l4len);
 	} else {
 		/* Echo request. */
 		p[0] = cfg.family == AF_INET ? 8 : 128;
 		p[1] = 0;
-		p[4] = seq >> 24;		/* identifier: ID >> 16 */
-		p[5] = (seq >> 16) & 0xff;
-		p[6] = (seq >> 8) & 0xff;	/* sequence: ID & 0xffff */
-		p[7] = seq & 0xff;
+		put32(p + 4, seq);	/* identifier: ID >> 16, sequence: ID & 0xffff */
 	}
 
-	/* Checksum (pseudo-header for UDP and ICMPv6). */
-	sum = 0;
-	if (cfg.family == AF_INET && !cfg.icmp) {
-		sum = csum_add(sum, cfg.src, 4);
-		sum = csum_add(sum, cfg.dst, 4);
-		sum += 17 + l4len;
-	} else if (cfg.family == AF_INET6) {
-		sum = csum_add(sum, cfg.src, 16);
-		sum = csum_add(sum, cfg.dst, 16);
-		sum += l4len >> 16;
-		sum += l4len & 0xffff;
-		sum += cfg.icmp ? 58 : 17;
-	}
-	sum = csum_add(sum, p, l4len);
-	sum = csum_fold(sum);
-	if (!cfg.icmp && !sum)
-		sum = 0xffff;
-	if (cfg.icmp) {
-		p[2] = sum >> 8;
-		p[3] = sum & 0xff;
-	} else {
-		p[6] = sum >> 8;
-		p[7] = sum & 0xff;
-	}
+	/* Checksum (pseudo-header for UDP and ICMPv6, RFC 768, RFC 8200 8.1). */
+	sum = cfg.family == AF_INET && cfg.icmp ? 0 :
+	      fr_pseudo(cfg.family == AF_INET6, cfg.src, cfg.dst,
+			cfg.icmp ? 58 : 17, l4len);
+	sum = sum16(p, l4len, sum);
+	if (cfg.icmp)
+		put16(p + 2, csum_fold(sum));
+	else
+		put16(p + 6, fr_udp_csum(sum));
 }
 
 /* Build one frame into buf; returns its length. */
@@ -342,58 +311,21 @@ static size_t build_frame(uint8_t *buf, const struct dgram *d,
 	if (mf < 0)
 		mf = it->off + it->len != d->total;
 
-	memcpy(p, cfg.dmac, 6);
-	memcpy(p + 6, cfg.smac, 6);
-	p += 12;
-	if (cfg.vlan >= 0) {
-		*p++ = 0x81;
-		*p++ = 0x00;
-		*p++ = (cfg.vlan >> 8) & 0x0f;
-		*p++ = cfg.vlan & 0xff;
-	}
+	p += fr_eth(p, cfg.dmac, cfg.smac,
+		    &(struct fr_vlan){ FR_P_8021Q, (uint16_t)(cfg.vlan & 0x0fff) },
+		    cfg.vlan >= 0, cfg.family == AF_INET ? FR_P_IP : FR_P_IPV6);
 	if (cfg.family == AF_INET) {
-		uint32_t tot = 20 + it->len;
-		uint16_t fo = (it->off >> 3) | (mf ? 0x2000 : 0);
-		uint16_t sum;
+		uint16_t fo = (it->off >> 3) | (mf ? FR_IP4_MF : 0);
 
-		*p++ = 0x08;
-		*p++ = 0x00;
-		p[0] = 0x45;
-		p[1] = 0;
-		p[2] = tot >> 8;
-		p[3] = tot & 0xff;
-		p[4] = (d->id >> 8) & 0xff;
-		p[5] = d->id & 0xff;
-		p[6] = fo >> 8;
-		p[7] = fo & 0xff;
-		p[8] = 64;
-		p[9] = cfg.icmp ? 1 : 17;
-		p[10] = 0;
-		p[11] = 0;
-		memcpy(p + 12, cfg.src, 4);
-		memcpy(p + 16, cfg.dst, 4);
-		sum = csum_fold(csum_add(0, p, 20));
-		p[10] = sum >> 8;
-		p[11] = sum & 0xff;
+		fr_ip4(p, 20, 20 + it->len, d->id, fo, 64, cfg.icmp ? 1 : 17,
+		       cfg.src, cfg.dst);
 		p += 20;
 	} else {
 		uint32_t plen = ext_len() + 8 + it->len;
 		uint8_t l4 = cfg.icmp ? 58 : 17;
-		uint8_t *nh;
-		uint16_t fo = (it->off & ~7U) | (mf ? 1 : 0);
+		uint8_t *nh = &p[6];
 
-		*p++ = 0x86;
-		*p++ = 0xdd;
-		p[0] = 0x60;
-		p[1] = 0;
-		p[2] = 0;
-		p[3] = 0;
-		p[4] = plen >> 8;
-		p[5] = plen & 0xff;
-		nh = &p[6];
-		p[7] = 64;
-		memcpy(p + 8, cfg.src, 16);
-		memcpy(p + 24, cfg.dst, 16);
+		fr_ip6(p, 0, plen, 0, 64, cfg.src, cfg.dst);
 		p += 40;
 		/* 8-byte extension headers in RFC 8200 order: hop-by-hop and
 		 * destination options (one PadN option), routing
@@ -413,15 +345,8 @@ static size_t build_frame(uint8_t *buf, const struct dgram *d,
 			memset(p + 4, 0, 4);
 			p += 8;
 		}
-		*nh = 44;
-		p[0] = l4;
-		p[1] = 0;
-		p[2] = fo >> 8;
-		p[3] = fo & 0xff;
-		p[4] = d->id >> 24;
-		p[5] = d->id >> 16;
-		p[6] = d->id >> 8;
-		p[7] = d->id & 0xff;
+		*nh = FR_PROTO_FRAG6;
+		fr_frag6(p, l4, it->off, mf, d->id);
 		p += 8;
 	}
 	for (i = 0; i < it->len; i++)

@@ -2,8 +2,8 @@
 /*
  * udpcheck: UDP sender / receiver that checks every payload byte.
  *
- * Payload (any size >= 8): bytes 0-3 magic 0x58465247 (big endian),
- * bytes 4-7 seq (big endian), byte i >= 8 = (seq * 131 + i * 7 + 0x5a).
+ * Payload (any size >= 8): tests/payload.h (magic, seq, length, a pattern
+ * of seq and position), every byte checked.
  *
  *   udpcheck send --dst ADDR --port P --size S [--count N] [--seq0 K]
  *                 [--gap-us U]
@@ -23,8 +23,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "payload.h"
 
-#define UC_MAGIC	0x58465247U
 #define UC_MAX		65535
 #define UC_BUF		(4 * 1024 * 1024)
 #define UC_MAX_REPORT	5
@@ -52,21 +52,6 @@ static unsigned long parse_num(const char *s, const char *what,
 	return v;
 }
 
-static void fill(uint8_t *p, size_t len, uint32_t seq)
-{
-	size_t i;
-
-	p[0] = UC_MAGIC >> 24;
-	p[1] = (UC_MAGIC >> 16) & 0xff;
-	p[2] = (UC_MAGIC >> 8) & 0xff;
-	p[3] = UC_MAGIC & 0xff;
-	p[4] = seq >> 24;
-	p[5] = seq >> 16;
-	p[6] = seq >> 8;
-	p[7] = seq & 0xff;
-	for (i = 8; i < len; i++)
-		p[i] = (uint8_t)(seq * 131 + i * 7 + 0x5a);
-}
 
 /* Parse an IPv4 or IPv6 address (with port) into ss; returns the length. */
 static socklen_t parse_addr(const char *s, uint16_t port,
@@ -171,7 +156,7 @@ static int do_send(int argc, char **argv)
 	for (i = 0; i < count; i++) {
 		ssize_t n;
 
-		fill(buf, size, (uint32_t)(seq0 + i));
+		pl_fill(buf, size, size, (uint32_t)(seq0 + i));
 		for (;;) {
 			n = sendto(fd, buf, size, 0, (struct sockaddr *)&ss,
 				   sslen);
@@ -248,26 +233,11 @@ static long long now_ms(void)
 static const char *check(const uint8_t *p, size_t len, long want_size,
 			 uint32_t *seq, size_t *where)
 {
-	uint32_t magic;
-	size_t i;
+	const char *why = pl_check(p, len, seq, where);
 
-	*where = 0;
-	*seq = 0;
-	if (len < 8)
-		return "short";
-	magic = (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
-	*seq = (uint32_t)p[4] << 24 | p[5] << 16 | p[6] << 8 | p[7];
-	if (magic != UC_MAGIC)
-		return "magic";
-	if (want_size >= 0 && len != (size_t)want_size)
+	if (!why && want_size >= 0 && len != (size_t)want_size)
 		return "size";
-	for (i = 8; i < len; i++) {
-		if (p[i] != (uint8_t)(*seq * 131 + i * 7 + 0x5a)) {
-			*where = i;
-			return "pattern";
-		}
-	}
-	return NULL;
+	return why;
 }
 
 static const struct option recv_opts[] = {

@@ -4,21 +4,21 @@
 
 /* ---- Frames -------------------------------------------------------------- */
 
-/* MACs, `nvlan` tags, EtherType. */
+/* Random MACs (locally administered), `nvlan` tags (up to 2), EtherType. */
 static __u32 mk_l2(__u8 *p, int nvlan, __u16 type)
 {
-	__u32 o = 12;
+	__u8 dst[6] = { 0x02 }, src[6] = { 0x02 };
+	struct fr_vlan tag[2];
 
-	for (int i = 0; i < 6; i++) {
-		p[i] = i == 0 ? 0x02 : rnd(256);
-		p[6 + i] = i == 0 ? 0x02 : rnd(256);
+	for (int i = 1; i < 6; i++) {
+		dst[i] = rnd(256);
+		src[i] = rnd(256);
 	}
-	for (int i = 0; i < nvlan; i++, o += 4) {
-		put16(p + o, i == 0 && nvlan > 1 ? ETH_P_8021AD_ : ETH_P_8021Q_);
-		put16(p + o + 2, rnd(0x10000));
+	for (int i = 0; i < nvlan; i++) {
+		tag[i].tpid = i == 0 && nvlan > 1 ? ETH_P_8021AD_ : ETH_P_8021Q_;
+		tag[i].tci = rnd(0x10000);
 	}
-	put16(p + o, type);
-	return o + 2;
+	return fr_eth(p, dst, src, tag, nvlan, type);
 }
 
 /* IPv4 options of `n` bytes (a multiple of 4): a plausible mix. */
@@ -266,7 +266,7 @@ void mk_dgram(struct dgram *d, int mutant)
 
 		put16(ip + 2, d->hlen + d->plen);
 		put16(ip + 6, d->df ? F_DF : 0);
-		ip_csum(ip, d->hlen);
+		fr_ip4_csum(ip);
 	} else {
 		put16(d->orig + d->l2len + 4, d->hlen - 40 + d->plen);
 	}
@@ -307,7 +307,7 @@ __u32 mk_frag(__u8 *f, const struct dgram *d, int l2v, __u32 off,
 		put16(ip + 6, (off >> 3) | (mf ? F_MF : 0) | (d->df ? F_DF : 0));
 		if (off && d->ttl_vary)
 			ip[8] = range(1, 255);
-		ip_csum(ip, hl);
+		fr_ip4_csum(ip);
 		memcpy(ip + hl, d->pl + off, len);
 		o += hl + len;
 	} else {
@@ -317,11 +317,9 @@ __u32 mk_frag(__u8 *f, const struct dgram *d, int l2v, __u32 off,
 
 		memcpy(ip, alt ? d->hdr2 : d->hdr, hl);
 		put16(ip + 4, hl - 40 + 8 + len);
-		ip[alt ? d->nhpos2 : d->nhpos] = 44;
-		fh[0] = d->fnh;
-		fh[1] = 0;
-		put16(fh + 2, (off & 0xfff8) | (mf ? 1 : 0));
-		memcpy(fh + 4, ip + 16 + 4, 4);	/* id: see below */
+		ip[alt ? d->nhpos2 : d->nhpos] = FR_PROTO_FRAG6;
+		/* The identification: see below. */
+		fr_frag6(fh, d->fnh, off, mf, get32(ip + 20));
 		memcpy(fh + 8, d->pl + off, len);
 		o += hl + 8 + len;
 	}

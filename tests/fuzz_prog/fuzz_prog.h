@@ -254,7 +254,6 @@ __u32 rnd(__u32 n);
 __u32 range(__u32 lo, __u32 hi)	/* [lo, hi] */;
 int chance(__u32 pct);
 void rnd_fill(__u8 *p, __u32 n);
-void ip_csum(__u8 *ip, __u32 hl);
 int fail(struct run *r, const char *fmt, ...);
 int libbpf_log(enum libbpf_print_level level, const char *fmt,
 		      va_list ap);

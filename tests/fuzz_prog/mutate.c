@@ -11,7 +11,7 @@ static void fix_v4(__u8 *f, __u32 len, const struct layout *L)
 		return;
 	hl = (ip[0] & 0xf) * 4;
 	if (hl >= 20 && L->l3 + hl <= len)
-		ip_csum(ip, hl);
+		fr_ip4_csum(ip);
 }
 
 /*

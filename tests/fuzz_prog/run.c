@@ -183,7 +183,7 @@ static __u32 proxy_frame(__u8 *px, const __u8 *f, __u32 len)
 			return 0;
 		memcpy(px, f, end);
 		put16(px + l3 + 2, hl + 8);
-		ip_csum(px + l3, hl);
+		fr_ip4_csum(px + l3);
 		return end;
 	}
 	if (type == ETH_P_IPV6_ && len >= l3 + 40) {

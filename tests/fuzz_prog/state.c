@@ -45,14 +45,6 @@ void rnd_fill(__u8 *p, __u32 n)
 		*p++ = rnd64() >> 56;
 }
 
-/* ---- Bytes --------------------------------------------------------------- */
-
-void ip_csum(__u8 *ip, __u32 hl)
-{
-	ip[10] = ip[11] = 0;
-	put16(ip + 10, csum(ip, hl));
-}
-
 int ncpus, cur_cpu;
 /* Does this kernel let XDP call bpf_xdp_adjust_meta (xfrag_use_meta)? */
 int use_meta;

@@ -103,7 +103,7 @@ static int visit_all(struct run *r)
 		ip[9] = 17;
 		memcpy(ip + 12, &key.saddr[0], 4);
 		memcpy(ip + 16, &key.daddr[0], 4);
-		ip_csum(ip, 20);
+		fr_ip4_csum(ip);
 		r->f_visit++;
 		TRY(run_frame(r, f, 14 + 20 + 16, K_VISIT, NULL));
 	}

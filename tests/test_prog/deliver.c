@@ -172,7 +172,7 @@ int t_no_tc_unknown(struct tctx *t)
 
 	if (t->arg) {		/* TCP: no length in the first fragment */
 		d->b[d->l3off + 9] = IPPROTO_TCP;
-		ip_csum(d->b + d->l3off);
+		fr_ip4_csum(d->b + d->l3off);
 	}
 	TRY(load(t, &(struct setup){ .xdp_only = XDP_ONLY_PROVEN }));
 	TRY(snap(t, -1, &s));

@@ -113,7 +113,7 @@ int t_guard_flows(struct tctx *t)
 		build(e, &(struct dopt){ .id = 700, .udp_len = 2000 });
 		mkfrag(&f, e, 0, 1480, 1, 0);
 		f.b[e->l3off + 14] = x;
-		ip_csum(f.b + e->l3off);
+		fr_ip4_csum(f.b + e->l3off);
 		TRY(send_drop(t, &f, "other flow"));
 	}
 	mkfrag(&f, d, 1480, 520, 0, 0);

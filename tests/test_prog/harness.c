@@ -196,14 +196,6 @@ int check_deltas(struct tctx *t, int cpu, const struct snap *before,
 	return 0;
 }
 
-void ip_csum(__u8 *ip)
-{
-	__u32 hl = (ip[0] & 0xf) * 4;
-
-	ip[10] = ip[11] = 0;
-	put16(ip + 10, csum_fold(sum16(ip, hl, 0)));
-}
-
 __u32 xorshift(__u32 *s)
 {
 	__u32 x = *s;
@@ -219,45 +211,32 @@ const __u8 mac_src[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x01 };
 
 void build(struct dgram *d, const struct dopt *o)
 {
-	__u32 off = 2 * ETH_ALEN, hl = 20 + o->optlen, s = o->seed ?: 0x9e3779b9;
+	__u32 hl = 20 + o->optlen, s = o->seed ?: 0x9e3779b9;
+	struct fr_vlan tags[2];
 	__u8 *ip, *udp;
-	__u64 sum;
 
 	memset(d->b, 0, 64 + hl);
-	memcpy(d->b, mac_dst, ETH_ALEN);
-	memcpy(d->b + ETH_ALEN, mac_src, ETH_ALEN);
-	for (int i = 0; i < o->nvlan; i++, off += 4) {
-		put16(d->b + off, o->tpid[i]);
-		put16(d->b + off + 2, o->vid[i]);
-	}
-	put16(d->b + off, ETH_P_IP);
-	d->l3off = off + 2;
+	for (int i = 0; i < o->nvlan; i++)
+		tags[i] = (struct fr_vlan){ o->tpid[i], o->vid[i] };
+	d->l3off = fr_eth(d->b, mac_dst, mac_src, tags, o->nvlan, ETH_P_IP);
 	d->hlen = hl;
 	d->plen = o->udp_len;
 	d->len = d->l3off + hl + o->udp_len;
 
 	ip = d->b + d->l3off;
-	ip[0] = 0x40 | (hl / 4);
-	put16(ip + 2, hl + o->udp_len);
-	put16(ip + 4, o->id);
-	put16(ip + 6, o->df ? F_DF : 0);
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, (const __u8[]){ 10, 0, 0, 1, 10, 0, 0, 2 }, 8);
 	for (int i = 0; i < o->optlen; i++)	/* Router Alert, then NOPs */
 		ip[20 + i] = i < 4 ? (__u8[]){ 0x94, 4, 0, 0 }[i] : 1;
-	ip_csum(ip);
+	fr_ip4(ip, hl, hl + o->udp_len, o->id, o->df ? F_DF : 0, 64,
+	       IPPROTO_UDP, (const __u8[]){ 10, 0, 0, 1 },
+	       (const __u8[]){ 10, 0, 0, 2 });
 
 	udp = ip + hl;
-	put16(udp, 4242);
-	put16(udp + 2, 5353);
-	put16(udp + 4, o->udp_len);
-	put16(udp + 6, 0);
+	fr_udp(udp, 4242, 5353, o->udp_len);
 	for (__u32 i = 8; i < o->udp_len; i++)
 		udp[i] = xorshift(&s) >> 24;
-	sum = sum16(ip + 12, 8, IPPROTO_UDP + o->udp_len);
-	sum = csum_fold(sum16(udp, o->udp_len, sum));
-	put16(udp + 6, sum ? (__u16)sum : 0xffff);
+	put16(udp + 6, fr_udp_csum(sum16(udp, o->udp_len,
+					 fr_pseudo(0, ip + 12, ip + 16,
+						   IPPROTO_UDP, o->udp_len))));
 	if (o->udp_field)
 		put16(udp + 4, o->udp_field);
 }
@@ -286,7 +265,7 @@ void mkfrag(struct frame *f, const struct dgram *d, __u32 off, __u32 len,
 	if (dip[6] & 0x40)
 		fw |= F_DF;
 	put16(ip + 6, fw);
-	ip_csum(ip);
+	fr_ip4_csum(ip);
 	pl = ip + hl;
 	for (__u32 i = 0, at = off; i < len; i++, at++)
 		pl[i] = at < d->plen ? dip[d->hlen + at] : (__u8)(0xa5 ^ at);

@@ -7,34 +7,22 @@ static void build6(struct d6 *d, __u32 id, __u32 udp_len, int next, int nvlan,
 		   __u16 vid)
 {
 	static const __u8 ext_type[3] = { 0, 60, 43 };
-	__u32 off = 2 * ETH_ALEN, s = id ^ 0x6b43a9b5;
+	__u32 s = id ^ 0x6b43a9b5;
 	__u8 *ip, *udp, *nhp;
-	__u64 sum;
 
 	memset(d->b, 0, 128);
-	memcpy(d->b, mac_dst, ETH_ALEN);
-	memcpy(d->b + ETH_ALEN, mac_src, ETH_ALEN);
-	if (nvlan) {
-		put16(d->b + off, ETH_P_8021Q);
-		put16(d->b + off + 2, vid);
-		off += 4;
-	}
-	put16(d->b + off, ETH_P_IPV6);
-	d->l3off = off + 2;
+	d->l3off = fr_eth(d->b, mac_dst, mac_src,
+			  &(struct fr_vlan){ ETH_P_8021Q, vid }, nvlan ? 1 : 0,
+			  ETH_P_IPV6);
 	d->hlen = 40 + 8 * next;
 	d->plen = udp_len;
 	d->len = d->l3off + d->hlen + udp_len;
 	d->id = id;
 	ip = d->b + d->l3off;
-	ip[0] = 0x60;
-	ip[1] = 0x0a;		/* traffic class / flow label bits */
-	ip[3] = 0x42;
-	put16(ip + 4, d->hlen - 40 + udp_len);
-	ip[7] = 64;
-	for (int i = 0; i < 16; i++) {
-		ip[8 + i] = i == 0 ? 0x20 : i == 1 ? 0x01 : i == 15 ? 1 : 0;
-		ip[24 + i] = i == 0 ? 0x20 : i == 1 ? 0x01 : i == 15 ? 2 : 0;
-	}
+	/* A traffic class and flow label of its own; 2001::1 -> 2001::2. */
+	fr_ip6(ip, 0x000a0042, d->hlen - 40 + udp_len, IPPROTO_UDP, 64,
+	       (const __u8[16]){ 0x20, 0x01, [15] = 1 },
+	       (const __u8[16]){ 0x20, 0x01, [15] = 2 });
 	nhp = ip + 6;
 	for (int i = 0; i < next; i++) {
 		__u8 *h = ip + 40 + 8 * i;
@@ -53,15 +41,12 @@ static void build6(struct d6 *d, __u32 id, __u32 udp_len, int next, int nvlan,
 	*nhp = IPPROTO_UDP;
 	d->nhpos = nhp - d->b;
 	udp = ip + d->hlen;
-	put16(udp, 4242);
-	put16(udp + 2, 5353);
-	put16(udp + 4, udp_len);
-	put16(udp + 6, 0);
+	fr_udp(udp, 4242, 5353, udp_len);
 	for (__u32 i = 8; i < udp_len; i++)
 		udp[i] = xorshift(&s) >> 24;
-	sum = sum16(ip + 8, 32, IPPROTO_UDP + udp_len);
-	sum = csum_fold(sum16(udp, udp_len, sum));
-	put16(udp + 6, sum ? (__u16)sum : 0xffff);
+	put16(udp + 6, fr_udp_csum(sum16(udp, udp_len,
+					 fr_pseudo(1, ip + 8, ip + 24,
+						   IPPROTO_UDP, udp_len))));
 }
 
 /*
@@ -81,14 +66,8 @@ static void mkfrag6x(struct frame *f, const struct d6 *d, __u32 off,
 	}
 	memcpy(f->b, d->b, u);
 	put16(f->b + d->l3off + 4, d->hlen - 40 + 8 + len);
-	f->b[d->nhpos] = 44;
-	fh[0] = nh;
-	fh[1] = 0;
-	put16(fh + 2, (off & 0xfff8) | (mf ? 1 : 0));
-	fh[4] = id >> 24;
-	fh[5] = id >> 16;
-	fh[6] = id >> 8;
-	fh[7] = id;
+	f->b[d->nhpos] = FR_PROTO_FRAG6;
+	fr_frag6(fh, nh, off, mf, id);
 	for (__u32 i = 0, at = off; i < len; i++, at++)
 		pl[i] = at < d->plen ? dp[at] : (__u8)(0x5a ^ at);
 	f->len = u + 8 + len;

@@ -509,19 +509,19 @@ int t_bad_header(struct tctx *t)
 	TRY(send_drop(t, &f, "bad checksum"));
 	mkfrag(&f, d, 0, 1480, 1, 0);
 	ip[0] = 0x44;
-	ip_csum(ip);	/* sums 16 bytes: checksum made for ihl 4 */
+	fr_ip4_csum(ip);	/* sums 16 bytes: checksum made for ihl 4 */
 	TRY(send_drop(t, &f, "ihl 4"));
 	mkfrag(&f, d, 1480, 520, 0, 0);
 	put16(ip + 2, 20 + 521);
-	ip_csum(ip);
+	fr_ip4_csum(ip);
 	TRY(send_drop(t, &f, "tot_len beyond frame"));
 	mkfrag(&f, d, 1480, 520, 0, 0);
 	put16(ip + 2, 19);
-	ip_csum(ip);
+	fr_ip4_csum(ip);
 	TRY(send_drop(t, &f, "tot_len below header"));
 	mkfrag(&f, d, 1480, 520, 0, 0);
 	ip[0] = 0x65;
-	ip_csum(ip);
+	fr_ip4_csum(ip);
 	TRY(send_drop(t, &f, "version 6"));
 	EXPECT(t, &s, D(reasm_reqds, 5), D(frag_bad_header, 5));
 	return 0;

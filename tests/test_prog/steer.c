@@ -10,7 +10,7 @@ static void set_src(struct frame *f, const struct dgram *d, __u8 x)
 	__u8 *ip = f->b + d->l3off;
 
 	ip[14] = x;
-	ip_csum(ip);
+	fr_ip4_csum(ip);
 }
 
 static int on_cpu(struct tctx *t, int cpu, const struct frame *f)
@@ -122,7 +122,7 @@ int t_steer(struct tctx *t)
 		mkfrag(&f, d, 0, 1480, 1, 0);
 		set_src(&f, d, own_b);
 		f.b[d->l3off + 5] ^= 0x55;	/* another id: a fresh datagram */
-		ip_csum(f.b + d->l3off);
+		fr_ip4_csum(f.b + d->l3off);
 		o.data_in = f.b;
 		o.data_size_in = f.len;
 		s0 = s1;
@@ -151,7 +151,7 @@ int t_steer(struct tctx *t)
 	mkfrag(&f, d, 0, 1480, 1, 0);
 	set_src(&f, d, own_b);
 	f.b[d->l3off + 5] ^= 0x33;
-	ip_csum(f.b + d->l3off);
+	fr_ip4_csum(f.b + d->l3off);
 	s0 = s1;
 	TRY(on_cpu(t, cpu_a, &f));
 	TRY(verdict(t, XDP_DROP, "no cpumap entry for the owner"));

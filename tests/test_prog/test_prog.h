@@ -172,7 +172,6 @@ int snap(struct tctx *t, int cpu, struct snap *s);
 int check_invariants(struct tctx *t);
 int check_deltas(struct tctx *t, int cpu, const struct snap *before,
 			const struct delta *d, size_t nd);
-void ip_csum(__u8 *ip);
 __u32 xorshift(__u32 *s);
 void build(struct dgram *d, const struct dopt *o);
 void mkfrag(struct frame *f, const struct dgram *d, __u32 off, __u32 len,
