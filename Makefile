@@ -135,7 +135,7 @@ BENCH_BINS := $(OUT)/micro
 
 bench-bin: all $(BENCH_BINS)
 
-$(OUT)/floors.bpf.o: bench/floors.bpf.c vmlinux.h | $(OUT)
+$(OUT)/floors.bpf.o: bench/floors.bpf.c bpf/siphash.h include/xfrag.h vmlinux.h | $(OUT)
 	@echo "  BPF     $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -663,16 +663,20 @@ def main():
                f"{micro['rounds']} datagrams per row; ratio to the floor; "
                "own: the same with the drop floor, what one test_run call "
                "costs, taken off both sides, once per run: TC per rebuilt "
-               "datagram is two runs, XDP and TC):",
+               "datagram is two runs, XDP and TC; keyed floor: copy-in "
+               "after the key's SipHash and one bucket of 8 ways read):",
                "", "| family | frags | XDP per consumed fragment | copy-in "
-               "floor | ratio | own | TC per rebuilt datagram | copy-out "
-               "floor | ratio | own |", "|---|---|---|---|---|---|---|---|---|---|"]
+               "floor | ratio | own | keyed floor | ratio | TC per rebuilt "
+               "datagram | copy-out floor | ratio | own |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for m in micro["seq"]:
             d = m["drop_ns"]
+            k = m.get("keyed_ns")
             md.append(f"| IPv{m['family']} | {m['frags']} | "
                       f"{m['xdp_ns']:.0f} | {m['copyin_ns']:.0f} | "
                       f"{m['xdp_ns'] / m['copyin_ns']:.2f} | "
                       f"{fmt(own(m['xdp_ns'], m['copyin_ns'], 1), 2)} | "
+                      f"{fmt(k, 0)} | {fmt(k and m['xdp_ns'] / k, 2)} | "
                       f"{m['tc_ns']:.0f} | {m['copyout_ns']:.0f} | "
                       f"{m['tc_ns'] / m['copyout_ns']:.2f} | "
                       f"{fmt(own(m['tc_ns'] - d, m['copyout_ns'], 1), 2)} |")

@@ -12,6 +12,9 @@
  *                  to the whole datagram and write the payload back
  *   floor_copyout  (TC) grow the skb to the datagram and write a buffered
  *                  payload of that size into it, in fragment-sized pieces
+ *   floor_keyed    copy-in, after what any keyed hash table must do: the
+ *                  fragment's key, its SipHash under a secret (xfrag's own
+ *                  function), one bucket of 8 ways read and compared
  *
  * Frames are Ethernet + IPv4, or Ethernet + IPv6 + Fragment header, with no
  * VLAN and no options: the harness builds them so.
@@ -19,6 +22,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "siphash.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -121,6 +125,90 @@ int floor_copyin(struct xdp_md *ctx)
 
 	copy_in(ctx, &poff, &mf);
 	return XDP_DROP;
+}
+
+/*
+ * The keyed floor: what any reassembler with a keyed hash table does per
+ * fragment before its own rules, on top of the copy-in.  The fragment's
+ * key (addresses, id, protocol, family, as xfrag's), its SipHash-1-3
+ * under a secret (bpf/siphash.h, xfrag's own), a bucket of 8 ways picked
+ * by multiply-shift and every way's key compared (the table is only
+ * read), then the copy-in.
+ */
+#define KF_BUCKETS	256
+#define KF_WAYS		8
+
+const volatile __u64 kf_secret[2] = { 0x0706050403020100ULL,
+				      0x0f0e0d0c0b0a0908ULL };
+
+struct kf_table {
+	struct xfrag_key way[KF_BUCKETS * KF_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct kf_table);
+} kf_tables SEC(".maps");
+
+static __always_inline int key_of(struct xdp_md *ctx, struct xfrag_key *k)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return -1;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > data_end)
+			return -1;
+		k->saddr[0] = ip->saddr;
+		k->daddr[0] = ip->daddr;
+		k->id = ip->id;
+		k->proto = ip->protocol;
+		k->family = 4;
+		return 0;
+	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		struct frag_hdr *fh = (void *)(ip6 + 1);
+
+		if ((void *)(fh + 1) > data_end)
+			return -1;
+		__builtin_memcpy(k->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(k->daddr, &ip6->daddr, 16);
+		k->id = fh->identification;
+		k->proto = fh->nexthdr;
+		k->family = 6;
+		return 0;
+	}
+	return -1;
+}
+
+SEC("xdp")
+int floor_keyed(struct xdp_md *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & 63, b;
+	struct xfrag_key k = {};
+	struct kf_table *t;
+	__u32 poff;
+	int mf, hit = 0;
+
+	t = bpf_map_lookup_elem(&kf_tables, &cpu);
+	if (!t || key_of(ctx, &k))
+		return XDP_DROP;
+	b = (__u32)(((xfrag_hash(&k, kf_secret[0], kf_secret[1]) &
+		      0xffffffff) * KF_BUCKETS) >> 32) * KF_WAYS;
+	if (b > (KF_BUCKETS - 1) * KF_WAYS)
+		return XDP_DROP;
+#pragma unroll
+	for (int w = 0; w < KF_WAYS; w++)
+		hit |= xfrag_key_eq(&k, &t->way[b + w]);
+	copy_in(ctx, &poff, &mf);
+	return hit ? XDP_PASS : XDP_DROP;
 }
 
 SEC("xdp")

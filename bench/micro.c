@@ -289,7 +289,7 @@ static struct floors_bpf *fl_load(__u32 dgram_len)
 struct row {
 	int v6, nfrag;
 	__u32 size;
-	struct acc xdp, copyin, drop, tc, copyout, inplace, floor_inplace;
+	struct acc xdp, copyin, keyed, drop, tc, copyout, inplace, floor_inplace;
 };
 
 
@@ -302,7 +302,7 @@ static int bench_seq(struct row *r, int rounds)
 	__u32 fpay = r->v6 ? 1448 : 1480, ret;
 	struct xfrag_bpf *x = xf_load();
 	struct floors_bpf *f = fl_load(r->size + 8);
-	int xfd, tfd, cfd, dfd, ofd;
+	int xfd, tfd, cfd, dfd, ofd, kfd;
 
 	if (!x || !f) {
 		fprintf(stderr, "micro: load failed\n");
@@ -313,6 +313,7 @@ static int bench_seq(struct row *r, int rounds)
 	cfd = bpf_program__fd(f->progs.floor_copyin);
 	dfd = bpf_program__fd(f->progs.floor_drop);
 	ofd = bpf_program__fd(f->progs.floor_copyout);
+	kfd = bpf_program__fd(f->progs.floor_keyed);
 	if (fill(xfd, r->v6))
 		return -1;
 	for (int k = 0; k < rounds; k++) {
@@ -322,6 +323,7 @@ static int bench_seq(struct row *r, int rounds)
 		r->nfrag = fr.n;
 		for (int i = 0; i < fr.n; i++) {
 			add(&r->copyin, run(cfd, fr.b[i], fr.len[i], &ret));
+			add(&r->keyed, run(kfd, fr.b[i], fr.len[i], &ret));
 			add(&r->drop, run(dfd, fr.b[i], fr.len[i], &ret));
 			t = run(xfd, fr.b[i], fr.len[i], &ret);
 			if (i < fr.n - 1) {
@@ -481,14 +483,15 @@ int main(int argc, char **argv)
 	       rounds, capture ? ", capture on" : "",
 	       busy ? ", one bucket of 8 ways, 7 held by others" : "",
 	       big ? ", 16384 buckets of 8 ways, 65536 held by others" : "");
-	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | keyed floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < 6; i++) {
 		struct row *r = &rows[i];
 
-		printf("| IPv%d | %d | %u | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f | %.2f |\n",
+		printf("| IPv%d | %d | %u | %.0f | %.0f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %.2f |\n",
 		       r->v6 ? 6 : 4, r->nfrag, r->size, avg(&r->xdp),
 		       avg(&r->copyin), avg(&r->xdp) / avg(&r->copyin),
+		       avg(&r->keyed), avg(&r->xdp) / avg(&r->keyed),
 		       avg(&r->drop), avg(&r->tc), avg(&r->copyout),
 		       avg(&r->tc) / avg(&r->copyout));
 	}
@@ -505,10 +508,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 6; i++) {
 			struct row *r = &rows[i];
 
-			fprintf(j, "%s{\"family\": %d, \"frags\": %d, \"size\": %u, \"xdp_ns\": %.1f, \"copyin_ns\": %.1f, \"drop_ns\": %.1f, \"tc_ns\": %.1f, \"copyout_ns\": %.1f}",
+			fprintf(j, "%s{\"family\": %d, \"frags\": %d, \"size\": %u, \"xdp_ns\": %.1f, \"copyin_ns\": %.1f, \"keyed_ns\": %.1f, \"drop_ns\": %.1f, \"tc_ns\": %.1f, \"copyout_ns\": %.1f}",
 				i ? ", " : "", r->v6 ? 6 : 4, r->nfrag, r->size,
-				avg(&r->xdp), avg(&r->copyin), avg(&r->drop),
-				avg(&r->tc), avg(&r->copyout));
+				avg(&r->xdp), avg(&r->copyin), avg(&r->keyed),
+				avg(&r->drop), avg(&r->tc), avg(&r->copyout));
 		}
 		fprintf(j, "], \"inplace\": [");
 		for (int v = 0; v < 2; v++)
