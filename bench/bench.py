@@ -638,8 +638,9 @@ def main():
           "kernel Gbit/s | xfrag Gbit/s | frags/s offered (k, x) | "
           "kernel CPU µs/dgram | xfrag CPU µs/dgram | ratio | "
           "drops kernel run | drops xfrag run | kernel behind XDP_PASS "
-          "dgrams/s | xfrag / behind XDP_PASS |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "dgrams/s | xfrag / behind XDP_PASS | behind XDP_PASS CPU "
+          "µs/dgram | xfrag / behind XDP_PASS, CPU |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         k, x = r["kernel"], r["xfrag"]
 
@@ -653,7 +654,9 @@ def main():
                   f"{fmt(r['ratio']['cpu_us'], 2)} | {dr(k['drops'])} | "
                   f"{dr(x['drops'])} | "
                   f"{fmt(r['xdp_pass'] and r['xdp_pass']['dgrams_s'], 0)} | "
-                  f"{fmt(r['xdp_pass'] and ratio(x['dgrams_s'], r['xdp_pass']['dgrams_s']), 2)} |")
+                  f"{fmt(r['xdp_pass'] and ratio(x['dgrams_s'], r['xdp_pass']['dgrams_s']), 2)} | "
+                  f"{fmt(r['xdp_pass'] and r['xdp_pass']['cpu_us'])} | "
+                  f"{fmt(r['xdp_pass'] and x['cpu_us'] and r['xdp_pass']['cpu_us'] and ratio(x['cpu_us'], r['xdp_pass']['cpu_us']), 2)} |")
     if micro:
         def own(x, f, n):
             """(program - n test_run overheads) / (floor - the same): the
@@ -663,12 +666,14 @@ def main():
                f"{micro['rounds']} datagrams per row; ratio to the floor; "
                "own: the same with the drop floor, what one test_run call "
                "costs, taken off both sides, once per run: TC per rebuilt "
-               "datagram is two runs, XDP and TC; keyed floor: copy-in "
-               "after the key's SipHash and one bucket of 8 ways read):",
+               "datagram is two runs, XDP and TC, the TC program alone one; "
+               "keyed floor: copy-in after the key's SipHash and one "
+               "bucket of 8 ways read):",
                "", "| family | frags | XDP per consumed fragment | copy-in "
                "floor | ratio | own | keyed floor | ratio | TC per rebuilt "
-               "datagram | copy-out floor | ratio | own |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "datagram | copy-out floor | ratio | own | TC program alone "
+               "| ratio |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for m in micro["seq"]:
             d = m["drop_ns"]
             k = m.get("keyed_ns")
@@ -679,7 +684,9 @@ def main():
                       f"{fmt(k, 0)} | {fmt(k and m['xdp_ns'] / k, 2)} | "
                       f"{m['tc_ns']:.0f} | {m['copyout_ns']:.0f} | "
                       f"{m['tc_ns'] / m['copyout_ns']:.2f} | "
-                      f"{fmt(own(m['tc_ns'] - d, m['copyout_ns'], 1), 2)} |")
+                      f"{fmt(own(m['tc_ns'] - d, m['copyout_ns'], 1), 2)} | "
+                      f"{fmt(m.get('tconly_ns'), 0)} | "
+                      f"{fmt(m.get('tconly_ns') and m['tconly_ns'] / m['copyout_ns'], 2)} |")
         md += ["", "| family | in place, 2 fragments | in-place floor | "
                "ratio | own | pass-through per fragment (45) | drop floor | "
                "pass-through own ns |", "|---|---|---|---|---|---|---|---|"]

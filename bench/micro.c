@@ -7,7 +7,7 @@
  * are collected per role (median reported):
  *   xdp      a fragment xfrag consumes (held for later)
  *   tc       a datagram rebuilt by TC ingress (the XDP hand-off of its
- *            completing fragment plus the TC run)
+ *            completing fragment plus the TC run; tconly: the TC run)
  *   inplace  a 2-fragment datagram rebuilt in the XDP frame (both runs)
  *   pass     a fragment of a 45-fragment datagram passed to the kernel
  * and reported with the matching floor and the ratio.  All runs on CPU 0.
@@ -289,7 +289,8 @@ static struct floors_bpf *fl_load(__u32 dgram_len)
 struct row {
 	int v6, nfrag;
 	__u32 size;
-	struct acc xdp, copyin, keyed, drop, tc, copyout, inplace, floor_inplace;
+	struct acc xdp, copyin, keyed, drop, tc, tconly, copyout, inplace;
+	struct acc floor_inplace;
 };
 
 
@@ -317,7 +318,7 @@ static int bench_seq(struct row *r, int rounds)
 	if (fill(xfd, r->v6))
 		return -1;
 	for (int k = 0; k < rounds; k++) {
-		__u64 t;
+		__u64 t, u;
 
 		build(&fr, r->v6, 1000 + k, r->size, fpay);
 		r->nfrag = fr.n;
@@ -334,10 +335,11 @@ static int bench_seq(struct row *r, int rounds)
 			}
 			if (ret != XDP_PASS)
 				goto bad;
-			t += run(tfd, fr.b[i], fr.len[i], &ret);
+			u = run(tfd, fr.b[i], fr.len[i], &ret);
 			if (ret != 0)
 				goto bad;
-			add(&r->tc, t);
+			add(&r->tc, t + u);
+			add(&r->tconly, u);
 			add(&r->copyout, run(ofd, fr.b[i], fr.len[i], &ret));
 		}
 	}
@@ -483,17 +485,18 @@ int main(int argc, char **argv)
 	       rounds, capture ? ", capture on" : "",
 	       busy ? ", one bucket of 8 ways, 7 held by others" : "",
 	       big ? ", 16384 buckets of 8 ways, 65536 held by others" : "");
-	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | keyed floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| family | frags | size | XDP per consumed fragment | copy-in floor | ratio | keyed floor | ratio | drop floor | TC per rebuilt datagram | copy-out floor | ratio | TC program alone | ratio |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < 6; i++) {
 		struct row *r = &rows[i];
 
-		printf("| IPv%d | %d | %u | %.0f | %.0f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %.2f |\n",
+		printf("| IPv%d | %d | %u | %.0f | %.0f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f |\n",
 		       r->v6 ? 6 : 4, r->nfrag, r->size, avg(&r->xdp),
 		       avg(&r->copyin), avg(&r->xdp) / avg(&r->copyin),
 		       avg(&r->keyed), avg(&r->xdp) / avg(&r->keyed),
 		       avg(&r->drop), avg(&r->tc), avg(&r->copyout),
-		       avg(&r->tc) / avg(&r->copyout));
+		       avg(&r->tc) / avg(&r->copyout), avg(&r->tconly),
+		       avg(&r->tconly) / avg(&r->copyout));
 	}
 	printf("\n| family | in place, 2-fragment datagram | in-place floor | ratio | pass-through per fragment (45) | drop floor | ratio |\n");
 	printf("|---|---|---|---|---|---|---|\n");
@@ -508,10 +511,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 6; i++) {
 			struct row *r = &rows[i];
 
-			fprintf(j, "%s{\"family\": %d, \"frags\": %d, \"size\": %u, \"xdp_ns\": %.1f, \"copyin_ns\": %.1f, \"keyed_ns\": %.1f, \"drop_ns\": %.1f, \"tc_ns\": %.1f, \"copyout_ns\": %.1f}",
+			fprintf(j, "%s{\"family\": %d, \"frags\": %d, \"size\": %u, \"xdp_ns\": %.1f, \"copyin_ns\": %.1f, \"keyed_ns\": %.1f, \"drop_ns\": %.1f, \"tc_ns\": %.1f, \"tconly_ns\": %.1f, \"copyout_ns\": %.1f}",
 				i ? ", " : "", r->v6 ? 6 : 4, r->nfrag, r->size,
 				avg(&r->xdp), avg(&r->copyin), avg(&r->keyed),
-				avg(&r->drop), avg(&r->tc), avg(&r->copyout));
+				avg(&r->drop), avg(&r->tc), avg(&r->tconly),
+				avg(&r->copyout));
 		}
 		fprintf(j, "], \"inplace\": [");
 		for (int v = 0; v < 2; v++)

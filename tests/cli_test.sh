@@ -284,10 +284,21 @@ capture_swept() {
 	capture_on /tmp/xf-cap.err || { ko capture-swept "$(cat /tmp/xf-cap.err)"; kill $cpid; return; }
 	send_frags 305 "0+1000M"
 	for _ in $(seq 50); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
+	# Without BPF_F_TIMER_CPU_PIN (6.1) a CPU's sweep timer can fire on
+	# another CPU, which sweeps only its own table (docs/kernels.md): there
+	# the datagram's next fragment ends it, a time-out all the same.
+	local swept=1
+	if kill -0 $cpid 2>/dev/null &&
+	   in_ns $X status 2>/dev/null | grep -q "sweeper: unpinned"; then
+		swept=0
+		echo "NOTE capture-swept: not swept in 5 s (timers unpinned); the next fragment ends it"
+		send_frags 305 "0+1000M"
+		for _ in $(seq 50); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
+	fi
 	kill $cpid 2>/dev/null
 	wait $cpid
 	rc=$?
-	if [ $rc -eq 0 ] && /usr/bin/python3 - "$cap" >/tmp/xf-cli.out 2>&1 <<'PY'
+	if [ $rc -eq 0 ] && /usr/bin/python3 - "$cap" "$swept" >/tmp/xf-cli.out 2>&1 <<'PY'
 import sys
 from scapy.utils import PcapNgReader
 from scapy.layers.inet import IP
@@ -295,7 +306,9 @@ pk = list(PcapNgReader(sys.argv[1]))
 c = pk[0].comment.decode()
 print(pk[0].summary(), c)
 assert len(pk) == 1 and pk[0][IP].id == 305 and pk[0][IP].src == "10.77.0.1", pk[0].summary()
-assert "sweeper" in c and "holding 1 fragments" in c and "reasm_timeout" in c, c
+assert "reasm_timeout" in c, c
+if sys.argv[2] == "1":
+    assert "sweeper" in c and "holding 1 fragments" in c, c
 PY
 	then ok capture-swept; else ko capture-swept "exit $rc: $(tail -3 /tmp/xf-cli.out)"; fi
 }

@@ -167,7 +167,7 @@ void xf_cap_comment(char *buf, size_t len, __u64 moved, __u32 verdict,
 		     cpu, verdict == XDP_DROP_ ? "drop" :
 		     verdict == XDP_PASS_ ? "pass" : "redirect");
 	for (int i = 0; i < xf_ncounters && n < len; i++) {
-		__u64 bit = 1ULL << (xf_counters[i].off / 8);
+		__u64 bit = xf_counters[i].bit;
 
 		if (!(moved & bit) || (XFRAG_CAP_BENIGN & bit &&
 				       bit != XFRAG_CAP_DELIVERED))
@@ -337,7 +337,7 @@ int xf_cmd_capture(int argc, char **argv, union xf_args *args)
 
 			for (int i = 0; i < xf_ncounters; i++)
 				if (word_matches(t, xf_counters[i].name))
-					got |= 1ULL << (xf_counters[i].off / 8);
+					got |= xf_counters[i].bit;
 			if (!(got & (~XFRAG_CAP_BENIGN |
 				     XFRAG_CAP_DELIVERED))) {
 				fprintf(stderr, "xfrag capture: --reason %s: "

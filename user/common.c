@@ -16,7 +16,8 @@
 int xf_verbose;
 
 #define XF_COUNTER_ROW(n, kind, h) \
-	{ #n, h, #kind[0] == 'G', offsetof(struct xfrag_stats, n) },
+	{ #n, h, #kind[0] == 'G', offsetof(struct xfrag_stats, n), \
+	  XFRAG_CNT_BIT(n) },
 const struct xf_counter xf_counters[] = { XFRAG_COUNTERS(XF_COUNTER_ROW) };
 #undef XF_COUNTER_ROW
 const int xf_ncounters = sizeof(xf_counters) / sizeof(xf_counters[0]);

@@ -260,6 +260,7 @@ struct xf_counter {
 	const char *help;
 	bool gauge;
 	size_t off;
+	__u64 bit;		/* XFRAG_CNT_BIT(): its bit in outcome masks */
 };
 extern const struct xf_counter xf_counters[];
 extern const int xf_ncounters;

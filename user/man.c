@@ -145,8 +145,7 @@ void xf_man(FILE *f)
 
 		fprintf(f, ".TP\n\\fB%s\\fR: XDP_%s", o->name, o->verdict);
 		for (int c = 0; c < xf_ncounters; c++) {
-			if (!(o->counters &
-			      (1ULL << (xf_counters[c].off / 8))))
+			if (!(o->counters & xf_counters[c].bit))
 				continue;
 			fprintf(f, "%s\\fB%s\\fR", n++ ? ", " : "; ",
 				xf_counters[c].name);
