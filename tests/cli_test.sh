@@ -207,8 +207,12 @@ recreate
 # xfrag capture: an overlap and an eviction (one bucket of one way, lru),
 # written as pcapng, read back by tcpdump and by scapy with each packet's
 # outcome in its comment; then the same streamed to tcpdump (-w -).
+# One CPU sends, so one CPU's table sees every fragment: on veth the
+# receiving CPU is the sending one, and these tests are about outcomes in a
+# one-bucket, one-way table (an unpinned sender in a 2-CPU guest split 301
+# and 302 over two tables once, and 302 evicted nothing).
 send_frags() {	# ID SPEC
-	in_ns ./build/fragsend -i xfc1 --smac "$(mac xfc1)" --dmac "$(mac xfc0)" \
+	in_ns taskset -c 0 ./build/fragsend -i xfc1 --smac "$(mac xfc1)" --dmac "$(mac xfc0)" \
 		--src 10.77.0.1 --dst 10.77.0.2 --dport 9 --id "$1" --size 3000 \
 		--frags "$2" >/dev/null 2>&1
 }
@@ -246,7 +250,7 @@ assert pk[0][IP].id == 300 and pk[0][IP].frag == 1, pk[0][IP].summary()
 assert "verdict drop" in c[0] and "frag_overlap" in c[0] and "frag_discarded" in c[0], c[0]
 assert pk[1][IP].id == 302 and "frag_evicted" in c[1] and "reasm_evicted" in c[1], c[1]
 PY
-	then ok capture-scapy-outcomes; else ko capture-scapy-outcomes "$(tail -3 /tmp/xf-cli.out)"; fi
+	then ok capture-scapy-outcomes; else ko capture-scapy-outcomes "$(tail -3 /tmp/xf-cli.out | tr '\n' ' ')"; fi
 	# Streamed: xfrag capture -w - | tcpdump -r -
 	( nsenter --net=/run/netns/$NS $X capture xfc0 -w - --count 1 \
 		2>/tmp/xf-cap.err | tcpdump -nn -r - >/tmp/xf-cap.txt 2>/dev/null ) &
@@ -310,7 +314,7 @@ assert "reasm_timeout" in c, c
 if sys.argv[2] == "1":
     assert "sweeper" in c and "holding 1 fragments" in c, c
 PY
-	then ok capture-swept; else ko capture-swept "exit $rc: $(tail -3 /tmp/xf-cli.out)"; fi
+	then ok capture-swept; else ko capture-swept "exit $rc: $(tail -3 /tmp/xf-cli.out | tr '\n' ' ')"; fi
 }
 expect capture-attach 0 in_ns $X attach xfc0 --mode skb --buckets 1 --ways 1 \
 	--evict lru --timeout 300
